@@ -1,0 +1,120 @@
+"""bxctl: the owner's command line (M5a section 10; DESIGN 10.5).
+
+Noun groups and verb commands (STYLE 8); the home is resolved once in the group callback (STYLE 10):
+``--home``, else ``$BOXMAKER_HOME``, else the system or user default (DESIGN 10.1).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from boxmaker.bxctl import roles
+from boxmaker.bxctl.memory import memory, reindex
+from boxmaker.bxctl.state import State, pass_state
+from boxmaker.proto.errors import HomeError
+from boxmaker.proto.home import Layout, ensure_home, resolve_home
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--home",
+    envvar="BOXMAKER_HOME",
+    type=click.Path(file_okay=False),
+    help="The home folder (default: $BOXMAKER_HOME, else /var/lib/boxmaker or ~/.local/share/boxmaker).",
+)
+@click.version_option(package_name="boxmaker")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """bxctl: start boxmaker's roles and look after the agent's memory.
+
+    \b
+    Example:
+        bxctl up
+        bxctl memory files
+        bxctl memory search "deploy day"
+    """
+    ctx.obj = State(Layout(resolve_home(home)))
+
+
+@cli.command(name="up")
+@pass_state
+def up(state: State) -> None:
+    """Start every role for the home in the background; a no-op for those already running.
+
+    Writes each role's config under {home}/config only where none exists.
+
+    \b
+    Example:
+        bxctl --home ~/agent up
+    """
+    try:
+        ensure_home(state.layout.home)
+    except HomeError as exc:
+        raise click.ClickException(str(exc)) from None
+    for role in roles.ROLES:
+        current = roles.status(state.layout, role)
+        if current.running:
+            click.echo(f"{role.name} already running (pid {current.pid})")
+            continue
+        config, written = roles.write_config(state.layout, role)
+        if written:
+            click.echo(f"wrote {config}")
+        try:
+            started = roles.start(state.layout, role)
+        except roles.StartError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"{role.name} started (pid {started.pid}): {started.detail}")
+    click.echo(f"home: {state.layout.home}")
+
+
+@cli.command(name="down")
+@pass_state
+def down(state: State) -> None:
+    """Stop the roles `bxctl up` started.
+
+    \b
+    Example:
+        bxctl down
+    """
+    failed = False
+    for role in reversed(roles.ROLES):
+        message = roles.stop(state.layout, role)
+        failed = failed or "still running" in message
+        click.echo(message)
+    if failed:
+        raise click.ClickException("some roles did not stop")
+
+
+@cli.command(name="status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@pass_state
+def status(state: State, as_json: bool) -> None:
+    """Say which roles run for the home; exit 1 when one is down.
+
+    \b
+    Example:
+        bxctl status --json
+    """
+    rows = [roles.status(state.layout, role) for role in roles.ROLES]
+    if as_json:
+        data = {
+            "home": str(state.layout.home),
+            "roles": [{"name": r.name, "running": r.running, "pid": r.pid, "detail": r.detail} for r in rows],
+        }
+        click.echo(json.dumps(data, indent=2))
+    else:
+        for row in rows:
+            click.echo(f"{row.name}: {'running' if row.running else 'down'} - {row.detail}")
+    if not all(r.running for r in rows):
+        raise SystemExit(1)
+
+
+cli.add_command(reindex)
+cli.add_command(memory)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="bxctl")

@@ -1,0 +1,79 @@
+"""bxctl's calls to the roles' owner sockets, and how their failures reach the owner (STYLE 7).
+
+Every failure becomes a `click.ClickException` subclass with exit code 1: a role that does not answer
+says how to start it; an `error` reply prints its sentence and runbook entry; a refused owner command
+(``refused:<reason>``) prints its sentence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from boxmaker.proto import wire
+from boxmaker.proto.errors import PeerError
+from boxmaker.proto.messages import Body, MemoryAdmin, MemoryAdminReply
+
+
+class RoleUnreachable(click.ClickException):
+    """Exit 1: nothing answers on a role's socket."""
+
+    exit_code = 1
+
+    def __init__(self, role: str, path: Path, why: str) -> None:
+        super().__init__(f"{role} does not answer at {path} ({why}); start it with `bxctl up`")
+
+
+class RoleRefused(click.ClickException):
+    """Exit 1: the role answered with an `error` frame, or refused the owner's command."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, runbook: str = "") -> None:
+        text = message if not runbook else f"{message}\nrunbook: {runbook} (docs/runbook.md)"
+        super().__init__(text)
+
+
+def request(role: str, path: Path, body: Body, timeout: float = 120.0) -> Body:
+    """Send one request and return the reply.
+
+    Raises:
+        RoleUnreachable: nothing answers at `path`.
+        RoleRefused: the role answered with an `error` frame.
+    """
+    try:
+        return wire.call(path, body, timeout=timeout)
+    except PeerError as exc:
+        if exc.code == "unreachable":
+            raise RoleUnreachable(role, path, exc.message) from None
+        raise RoleRefused(exc.message, exc.runbook) from None
+
+
+def admin(path: Path, command: str, arg: str = "", args: dict[str, Any] | None = None) -> MemoryAdminReply:
+    """Run one ``memory_admin`` command on memoryd's admin socket.
+
+    Raises:
+        RoleUnreachable, RoleRefused: see `request`; also an unexpected reply kind.
+    """
+    reply = request("memoryd", path, MemoryAdmin(command=command, arg=arg, args=args or {}))
+    if not isinstance(reply, MemoryAdminReply):
+        raise RoleRefused(f"memoryd answered {type(reply).__name__} to memory_admin")
+    return reply
+
+
+def emit(reply: MemoryAdminReply, as_json: bool) -> None:
+    """Print a reply: its text, or its data as JSON. A refused command exits 1 with its sentence.
+
+    Raises:
+        RoleRefused: when ``data.code`` is ``refused:<reason>``.
+    """
+    code = reply.data.get("code") if isinstance(reply.data, dict) else None
+    if isinstance(code, str) and code.startswith("refused:"):
+        raise RoleRefused(reply.text)
+    if as_json:
+        click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
+    else:
+        click.echo(reply.text)

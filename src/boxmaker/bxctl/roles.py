@@ -1,0 +1,180 @@
+"""``bxctl up``, ``down`` and ``status``: the roles for one home, as background processes (DESIGN 1, 10.5).
+
+`up` writes each role's config only where none exists (``{home}/config/<role>.toml``; never the
+owner's), starts each role that does not answer yet as ``python -m boxmaker.<role> serve --config``,
+logging to ``{home}/run/<role>.log`` with its pid in ``{home}/run/<role>.pid``, and returns once every
+role answers; it is a no-op for a role already running. `down` sends SIGTERM and waits. `status` asks
+each role over its owner socket.
+
+Roles built so far: memoryd. (loopd and brokerd join with the agent loop.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from boxmaker.proto import wire
+from boxmaker.proto.errors import PeerError
+from boxmaker.proto.fsio import ensure_dir
+from boxmaker.proto.home import Layout
+from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
+
+MEMORYD_CONFIG = """\
+# memoryd's configuration, written once by `bxctl up`; yours to edit, never overwritten.
+# Every key: docs/configuration.md. Unknown keys are an error.
+
+[paths]
+home = "{home}"
+
+[memory]
+review = false          # true: writes to memory.md and user.md wait for `bxctl memory accept`
+# soul_starter = "soul.md"   # copied to memory/soul.md once, when that is missing
+
+[index]
+max_class = "private"   # records above this class are not indexed
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """A role bxctl can start: its name, config template and the socket that answers `status`."""
+
+    name: str
+    config_template: str
+
+    def socket(self, layout: Layout) -> Path:
+        """The owner socket `status` is asked on."""
+        return layout.memory_admin_socket
+
+    def config(self, layout: Layout) -> Path:
+        """Where `up` keeps the role's config."""
+        return layout.config / f"{self.name}.toml"
+
+    def pid_file(self, layout: Layout) -> Path:
+        """The pid of the process `up` started."""
+        return layout.run / f"{self.name}.pid"
+
+    def log_file(self, layout: Layout) -> Path:
+        """Where the started process logs."""
+        return layout.run / f"{self.name}.log"
+
+
+ROLES = (Role("memoryd", MEMORYD_CONFIG),)
+
+
+@dataclass(frozen=True, slots=True)
+class RoleStatus:
+    """Whether a role answers, and what it says."""
+
+    name: str
+    running: bool
+    pid: int | None
+    detail: str
+
+
+def status(layout: Layout, role: Role) -> RoleStatus:
+    """Ask a role over its owner socket whether it runs."""
+    try:
+        reply = wire.call(role.socket(layout), MemoryAdmin(command="status"), timeout=10.0)
+    except PeerError as exc:
+        return RoleStatus(role.name, False, None, exc.message)
+    if not isinstance(reply, MemoryAdminReply) or not isinstance(reply.data, dict):
+        return RoleStatus(role.name, False, None, "unexpected reply to status")
+    pid = reply.data.get("pid")
+    return RoleStatus(role.name, True, pid if isinstance(pid, int) else None, reply.text)
+
+
+class StartError(Exception):
+    """Raised when a role does not come up; the sentence quotes the end of its log."""
+
+
+def write_config(layout: Layout, role: Role) -> tuple[Path, bool]:
+    """Write the role's config if none exists. Returns its path and whether it was written."""
+    path = role.config(layout)
+    ensure_dir(path.parent)
+    if path.exists():
+        return path, False
+    text = role.config_template.format(home=str(layout.home).replace("\\", "\\\\").replace('"', '\\"'))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path, True
+
+
+def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
+    """Start `role` in the background and wait until it answers.
+
+    Raises:
+        StartError: the process exited or did not answer within `timeout` seconds.
+    """
+    config, _ = write_config(layout, role)
+    ensure_dir(layout.run)
+    log_path = role.log_file(layout)
+    command = [sys.executable, "-m", f"boxmaker.{role.name}", "serve", "--config", str(config)]
+    with log_path.open("ab") as log:
+        os.chmod(log_path, 0o600)
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        )
+    role.pid_file(layout).write_text(f"{process.pid}\n", encoding="ascii")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        current = status(layout, role)
+        if current.running:
+            return current
+        if process.poll() is not None:
+            raise StartError(f"{role.name} exited with status {process.returncode}:\n{_tail(log_path)}")
+        time.sleep(0.1)
+    raise StartError(f"{role.name} did not answer within {timeout:g} s; see {log_path}")
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip("\n").split("\n")[-lines:])
+
+
+def stop(layout: Layout, role: Role, timeout: float = 15.0) -> str:
+    """Stop a role started by `up` (SIGTERM, then wait). Returns what happened, in a sentence."""
+    pid_file = role.pid_file(layout)
+    current = status(layout, role)
+    pid = current.pid
+    if pid is None:
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text(encoding="ascii").strip())
+    if pid is None or not _alive(pid):
+        pid_file.unlink(missing_ok=True)
+        return f"{role.name} is not running"
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    if _alive(pid):
+        return f"{role.name} (pid {pid}) did not stop within {timeout:g} s; it is still running"
+    pid_file.unlink(missing_ok=True)
+    return f"stopped {role.name} (pid {pid})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,239 @@
+"""The owner's commands over the admin socket: ``memory_admin`` (M5a sections 5 and 10; DESIGN 10.3).
+
+| command | arg / args | does |
+|---|---|---|
+| status | | what runs: home, index size, review |
+| log | arg: N (default 20) | the newest N journal lines, oldest first |
+| undo | arg: edit id ("" = the latest edit of memory.md or user.md) | reverts it, or says why not |
+| pending | | staged writes waiting for the owner |
+| accept, reject | arg: pending id | applies (with every check) or discards one |
+| files | | each file's usage against its limit; entries the block leaves out |
+| show | | the memory block a new session would get now |
+| search | arg: query; args: {"k": 1..50} | what is remembered, identity entries included |
+| add | args: {"file": "memory"/"user", "text"} | the owner's own identity write, journalled as the owner |
+| note | arg: text | the owner's own note |
+
+`text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
+``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
+saying ``refused:<reason>``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from boxmaker.memoryd import sentences
+from boxmaker.memoryd.arguments import Add
+from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
+from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
+from boxmaker.memoryd.writer import OWNER, Answer
+from boxmaker.proto.errors import InvalidBody
+from boxmaker.proto.escape import escape, escape_line
+from boxmaker.proto.ids import parse_edit_id, parse_pending_id
+from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
+
+if TYPE_CHECKING:
+    from boxmaker.memoryd.service import Memoryd
+
+Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
+
+
+def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """Run one owner command.
+
+    Raises:
+        InvalidBody: for an unknown command or a malformed argument (an `error` reply naming it).
+    """
+    command = COMMANDS.get(request.command)
+    if command is None:
+        known = ", ".join(sorted(COMMANDS))
+        raise InvalidBody("memory_admin", f"unknown command {request.command!r}; known: {known}")
+    return command(memory, request)
+
+
+def _answer(answer: Answer) -> MemoryAdminReply:
+    return MemoryAdminReply(answer.output, {"code": answer.code, "edit": answer.edit or None})
+
+
+def _status(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    del request
+    counts = memory.index.counts()
+    data = {
+        "home": str(memory.config.home),
+        "pid": os.getpid(),
+        "review": memory.config.review,
+        "max_class": memory.config.max_class.value,
+        "sqlite": sqlite3.sqlite_version,
+        "index": {"logs": counts.logs, "records": counts.records, "notes": counts.notes},
+    }
+    text = (
+        f"memoryd {os.getpid()} serving {memory.config.home}: {counts.records:,} records from "
+        f"{counts.logs:,} logs and {counts.notes:,} notes indexed; review "
+        f"{'on' if memory.config.review else 'off'}"
+    )
+    return MemoryAdminReply(text, data)
+
+
+def _log(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    count = _count(request.arg or "20", "log")
+    lines: list[dict[str, Any]] = []
+    for entry in memory.journal.entries_newest_first():
+        if len(lines) >= count:
+            break
+        lines.append(entry)
+    lines.reverse()
+    if not lines:
+        return MemoryAdminReply("(the journal is empty)", [])
+    return MemoryAdminReply("\n".join(_journal_text(e) for e in lines), lines)
+
+
+def _journal_text(entry: dict[str, Any]) -> str:
+    who = "the owner" if entry["session"] == "owner" else f"session {entry['session']}"
+    head = f"{entry['id']}  {entry['time']}  {entry['action']} {entry['where']}  by {who}"
+    if entry.get("untrusted"):
+        head += " (untrusted)"
+    for key in ("pending", "undoes"):
+        if entry.get(key):
+            head += f"  {key} {entry[key]}"
+    before, after = entry.get("before", []), entry.get("after", [])
+    lines = [head]
+    lines += [f"  - {escape_line(text)}" for text in before if text not in after]
+    lines += [f"  + {escape_line(text)}" for text in after if text not in before]
+    lines += [f"  > notes.md: {escape_line(n['header'])}" for n in entry.get("notes", [])]
+    return "\n".join(lines)
+
+
+def _count(arg: str, command: str) -> int:
+    if not arg.isdigit() or not 1 <= int(arg) <= 100_000:
+        raise InvalidBody("memory_admin", f"{command} takes a count from 1 to 100,000, not {arg!r}")
+    return int(arg)
+
+
+def _undo(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    wanted = request.arg or None
+    if wanted is not None:
+        _valid(parse_edit_id, wanted)
+    return _answer(memory.write(lambda: memory.writer.undo(wanted)))
+
+
+def _valid(parse: Callable[[str], object], value: str) -> None:
+    try:
+        parse(value)
+    except Exception as exc:
+        raise InvalidBody("memory_admin", str(exc)) from None
+
+
+def _pending(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    del request
+    from boxmaker.memoryd import review
+
+    staged = review.pending(memory.store.pending_path)
+    if not staged:
+        return MemoryAdminReply("(nothing is waiting for review)", [])
+    lines = []
+    for event in staged:
+        args = event["arguments"]
+        lines.append(
+            f"{event['id']}  {event['time']}  {args['action']} {args['file']}.md  session {event['session']}"
+        )
+        for key in ("old", "text"):
+            if key in args:
+                lines.append(f"  {key}: {escape_line(args[key])}")
+        for item in args.get("entries", []):
+            lines.append(f"  item: {escape_line(str(item))}")
+    return MemoryAdminReply("\n".join(lines), staged)
+
+
+def _accept(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    _valid(parse_pending_id, request.arg)
+    return _answer(memory.write(lambda: memory.writer.accept(request.arg)))
+
+
+def _reject(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    _valid(parse_pending_id, request.arg)
+    return _answer(memory.write(lambda: memory.writer.reject(request.arg)))
+
+
+def _files(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    del request
+    rows: list[dict[str, Any]] = []
+    try:
+        soul = memory.store.read_soul()
+        rows.append({"file": "soul.md", "size": len(soul), "limit": SOUL_LIMIT, "entries": None})
+    except (FileUnreadable, FileOverLimit) as exc:
+        rows.append({"file": "soul.md", "problem": str(exc)})
+    for spec in IDENTITY_FILES.values():
+        try:
+            file = memory.store.read_identity(spec)
+            rows.append(
+                {"file": spec.name, "size": file.size, "limit": spec.limit, "entries": len(file.entries)}
+            )
+        except FileUnreadable as exc:
+            rows.append({"file": spec.name, "problem": str(exc)})
+    rows.append({"file": "notes.md", "size": None, "limit": None, "entries": memory.index.counts().notes})
+    left_out: list[dict[str, str]] = []
+    try:
+        block = memory.block()
+        left_out = [{"file": i.file, "rule": i.rule, "entry": i.entry} for i in block.left_out]
+    except Exception as exc:
+        rows.append({"file": "(block)", "problem": str(exc)})
+    lines = [_file_line(row) for row in rows]
+    if left_out:
+        lines.append("left out of the memory block (they fail the write check):")
+        lines += [f"  {i['file']} ({i['rule']}): {escape_line(i['entry'])}" for i in left_out]
+    return MemoryAdminReply("\n".join(lines), {"files": rows, "left_out": left_out})
+
+
+def _file_line(row: dict[str, Any]) -> str:
+    if "problem" in row:
+        return f"{row['file']:<10} PROBLEM: {row['problem']}"
+    if row["limit"] is None:
+        return f"{row['file']:<10} {row['entries']:,} notes (no limit)"
+    flag = "  OVER LIMIT" if row["size"] > row["limit"] else ""
+    count = "" if row["entries"] is None else f", {row['entries']} entries"
+    return f"{row['file']:<10} {row['size']:,} of {row['limit']:,} characters{count}{flag}"
+
+
+def _show(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    del request
+    block = memory.block()
+    return MemoryAdminReply(escape(block.text), {"text": block.text})
+
+
+def _search(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    k = request.args.get("k", 10)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
+        raise InvalidBody("memory_admin", "search takes k from 1 to 50")
+    result = memory.recaller.owner_search(request.arg, k, memory.store)
+    if isinstance(result, sentences.Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code, "hits": []})
+    return MemoryAdminReply(escape(result.text), {"code": "ok", "hits": result.data})
+
+
+def _add(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    file, text = request.args.get("file"), request.args.get("text")
+    if file not in IDENTITY_FILES or not isinstance(text, str):
+        raise InvalidBody("memory_admin", 'add takes args {"file": "memory" or "user", "text": string}')
+    return _answer(memory.write(lambda: memory.writer.memory(OWNER, Add(file=file, text=text))))
+
+
+def _note(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    return _answer(memory.write(lambda: memory.writer.note(OWNER, request.arg, "note")))
+
+
+COMMANDS: dict[str, Command] = {
+    "status": _status,
+    "log": _log,
+    "undo": _undo,
+    "pending": _pending,
+    "accept": _accept,
+    "reject": _reject,
+    "files": _files,
+    "show": _show,
+    "search": _search,
+    "add": _add,
+    "note": _note,
+}

@@ -1,0 +1,65 @@
+"""The memory block appended to the system prompt (M5a section 4; DESIGN 10.4).
+
+Exactly::
+
+    # soul.md
+    <blank>
+    <soul text>
+    <blank>
+    # memory.md (1,474 of 2,200 characters)
+    <blank>
+    <entries separated by a line "§">
+    <blank>
+    # user.md (0 of 1,375 characters)
+    <blank>
+    (empty)
+
+Counts are of the files' text. Each entry of memory.md and user.md is checked again as the block is
+built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it. soul.md is
+the owner's and is not checked. Pure: the caller reads the files and refuses a file over its limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from boxmaker.memoryd.check import check_text
+from boxmaker.memoryd.entries import render_entries
+from boxmaker.memoryd.store import IdentityFile
+
+EMPTY = "(empty)"
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """An entry the block leaves out: its file, the rule that refused it, and the entry."""
+
+    file: str
+    rule: str
+    entry: str
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The rendered block and the entries it left out."""
+
+    text: str
+    left_out: tuple[LeftOut, ...]
+
+
+def render(soul: str, files: Sequence[IdentityFile]) -> Block:
+    """Render the block from soul.md's text and the identity files, in the order given."""
+    parts = ["# soul.md", "", soul or EMPTY]
+    left_out: list[LeftOut] = []
+    for file in files:
+        kept = []
+        for entry in file.entries:
+            refusal = check_text(entry)
+            if refusal is None:
+                kept.append(entry)
+            else:
+                left_out.append(LeftOut(file.spec.name, refusal.rule, entry))
+        header = f"# {file.spec.name} ({file.size:,} of {file.spec.limit:,} characters)"
+        parts += ["", header, "", render_entries(kept) if kept else EMPTY]
+    return Block("\n".join(parts), tuple(left_out))

@@ -1,0 +1,244 @@
+"""The memory-write check: the content rules of DESIGN 10.6 (M5a section 5, "The check").
+
+``check_text(text)`` applies the ten content rules, in this order, to text the caller has already
+NFC-normalised; the first failing rule wins and names the ``refused:<rule>`` code:
+
+1. ``surrogate``: a code point U+D800..U+DFFF (a lone surrogate, however it arrived);
+2. ``control``: C0 except newline and tab (so CR is refused), DEL, C1 (U+0080..U+009F);
+3. ``invisible``: ``proto.unicode_tables.INVISIBLE_RANGES`` (4,197 code points);
+4. ``noncharacter``: U+FDD0..U+FDEF and every U+xxFFFE, U+xxFFFF (66 code points);
+5. ``combining-run``: more than 30 combining marks in a row. A combining mark is a code point with
+   a non-zero canonical combining class (a non-starter in UAX #15's Stream-Safe Text Format, whose
+   bound is 30) or of general category Mn or Me (so enclosing marks and class-0 nonspacing marks
+   such as U+20DD or U+0489 also count);
+6. ``separator``: a line (split on "\\n" only) whose stripped text (``str.strip``, which strips
+   NBSP) is ``§``, or starts with ``§`` and white space: it could pass for a notes header;
+7. ``template``, on an NFKC copy: ``<|``, ``|>``, and the special tokens of the common chat
+   templates (Gemma turns, Llama 2 and Mistral ``[INST]``/``<<SYS>>`` and the bracketed tool and
+   system tokens with their closing forms, ``<think>``, ``<tool_call>``, ``<tool_response>`` and
+   their closing forms, all in any case; ``<s>`` and ``</s>`` in lower case only, so that a
+   generic ``Vec<S>`` stays fine);
+8. ``role``, on the NFKC copy: a line that opens like a turn of another speaker: after optional
+   white space and markdown markers (``# > * - _ +``), ``system``, ``assistant``, ``developer``,
+   ``tool`` or ``human`` in any case, optionally in ``[...]``, ``<...>`` or ``(...)``, then a colon;
+   or a markdown heading that is only ``Instruction``, ``Response`` or ``System`` (any level, any
+   case, optional colon). ``User:`` is allowed;
+9. ``phrase``: the fixed injection phrases of ``memoryd.phrases`` (its docstring gives the fold);
+10. ``mixed-script``: a word (a maximal run of letters and combining marks) holding both a Latin
+    and a Cyrillic letter, the script read from the letter's Unicode name.
+
+Pure: no I/O; the tables are built once, when the module is imported. The argument and edit rules
+(``length``, ``empty``, ``limit``) belong to the edit code, which applies them first.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from boxmaker.memoryd.phrases import MARK_RANGES, has_injection_phrase
+from boxmaker.proto.unicode_tables import (
+    ASTRAL_RE,
+    CONTROL_RANGES,
+    INVISIBLE_RANGES,
+    NONCHARACTER_RANGES,
+    SURROGATE_RANGES,
+    bmp_class,
+    one_of,
+    ranges_of,
+)
+
+__all__ = ["CONTENT_RULES", "CheckRefusal", "check_text", "sentence_for"]
+
+CONTENT_RULES: Final[tuple[str, ...]] = (
+    "surrogate",
+    "control",
+    "invisible",
+    "noncharacter",
+    "combining-run",
+    "separator",
+    "template",
+    "role",
+    "phrase",
+    "mixed-script",
+)
+
+_SENTENCES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "surrogate": "refused (surrogate): the text contains a lone surrogate code point, "
+        "which is not a character; nothing was written",
+        "control": "refused (control): the text contains a control character other than "
+        "newline and tab; nothing was written",
+        "invisible": "refused (invisible): the text contains an invisible or "
+        "direction-changing character; nothing was written",
+        "noncharacter": "refused (noncharacter): the text contains a Unicode noncharacter; "
+        "nothing was written",
+        "combining-run": "refused (combining-run): the text has more than 30 combining marks "
+        "in a row; nothing was written",
+        "separator": "refused (separator): a line holds only the entry separator § or starts "
+        "with § and a space; nothing was written",
+        "template": "refused (template): the text contains chat-template markup or a model's "
+        "special token; nothing was written",
+        "role": "refused (role): a line opens like a turn of another speaker, such as a system "
+        "or assistant label or an instruction heading; nothing was written",
+        "phrase": "refused (phrase): the text contains a known prompt-injection phrase; nothing was written",
+        "mixed-script": "refused (mixed-script): a word mixes Latin and Cyrillic letters; "
+        "nothing was written",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRefusal:
+    """Why ``check_text`` refused a text: the rule's name and its fixed sentence."""
+
+    rule: str
+    sentence: str
+
+    @property
+    def code(self) -> str:
+        """The stable machine-read code, ``refused:<rule>`` (DESIGN 10.3)."""
+        return f"refused:{self.rule}"
+
+
+def sentence_for(rule: str) -> str:
+    """The fixed sentence of content rule ``rule``; ``KeyError`` for a name not in CONTENT_RULES."""
+    return _SENTENCES[rule]
+
+
+def check_text(text: str) -> CheckRefusal | None:
+    """Apply rules 1-10 to text the caller has already NFC-normalised; first failing rule wins.
+
+    Returns None when the text is accepted, else the ``CheckRefusal`` of the first rule (in
+    ``CONTENT_RULES`` order, not text position) that it fails. DESIGN 10.6 rules 1 to 10; M5a
+    section 5, "The check". Never raises for any ``str``, lone surrogates included (rule 1 refuses
+    them before any normalisation runs).
+    """
+    rule = _first_failing_rule(text)
+    return None if rule is None else CheckRefusal(rule, _SENTENCES[rule])
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One regular expression in two builds: with every class whole (``one_of``), and with the
+    classes cut to the Basic Multilingual Plane, which ``re`` runs several times faster and which
+    gives the same answer for text without astral characters."""
+
+    full: re.Pattern[str]
+    bmp: re.Pattern[str]
+
+    @classmethod
+    def build(cls, template: str, flags: int = 0, **sets: Sequence[tuple[int, int]]) -> _Search:
+        """``template`` names each code point set as ``%(name)s``."""
+        full = {name: one_of(ranges) for name, ranges in sets.items()}
+        bmp = {name: bmp_class(ranges) for name, ranges in sets.items()}
+        return cls(re.compile(template % full, flags), re.compile(template % bmp, flags))
+
+    def found(self, text: str, astral: bool) -> bool:
+        return (self.full if astral else self.bmp).search(text) is not None
+
+
+# Rules 1 to 4: one scan for all four; on a hit, the rule is the first in rule order that fails.
+_CODE_POINT_RULES: Final = (
+    ("surrogate", SURROGATE_RANGES),
+    ("control", CONTROL_RANGES),
+    ("invisible", INVISIBLE_RANGES),
+    ("noncharacter", NONCHARACTER_RANGES),
+)
+_ANY_CODE_POINT_RULE: Final = _Search.build(
+    "%(any)s", any=sorted(pair for _, ranges in _CODE_POINT_RULES for pair in ranges)
+)
+_EACH_CODE_POINT_RULE: Final = tuple((rule, re.compile(one_of(ranges))) for rule, ranges in _CODE_POINT_RULES)
+
+_COMBINING_RUN: Final = _Search.build("%(mark)s{31}", mark=MARK_RANGES)
+
+_SEPARATOR_LINE: Final = re.compile(r"^[^\S\n]*§(?:[^\S\n]|$)", re.MULTILINE)
+
+# Every alternative starts with "<", "|" or "[", which ``re`` then uses to skip ahead.
+_TEMPLATE: Final = re.compile(
+    r"<\||\|>|<start_of_turn>|<end_of_turn>|<</?sys>>|</?think>|</?tool_call>|</?tool_response>"
+    r"|\[/?(?:inst|system_prompt|tool_calls|available_tools|tool_results|tool_content|think)\]",
+    re.IGNORECASE,
+)
+_SENTENCE_TOKEN: Final = re.compile(r"</?s>")  # lower case only: "Vec<S>" is ordinary code
+
+# Each white-space run below is bounded by characters it cannot match, so that no two
+# repetitions can share out the same run between them: matching stays linear in the line length.
+_ROLE_LABEL: Final = (
+    r"^(?:[^\S\n]|[#>*_+\-])*"  # white space and markdown markers
+    r"(?:[\[<(][^\S\n]*)?"  # an opening bracket
+    r"(?:system|assistant|developer|tool|human)"
+    r"(?:[^\S\n]*[\]>)])?"  # a closing bracket
+    r"(?:[^\S\n]|[*_])*:"
+)
+_ROLE_HEADING: Final = (
+    r"^(?:[^\S\n]|>)*#+[^\S\n]*[*_]*"
+    r"(?:instruction|response|system)"
+    r"(?:[^\S\n]|[*_])*(?::(?:[^\S\n]|[*_])*)?$"
+)
+_ROLE: Final = re.compile(f"{_ROLE_LABEL}|{_ROLE_HEADING}", re.MULTILINE | re.IGNORECASE)
+
+
+def _script_ranges() -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The Latin and the Cyrillic letters (by Unicode name) of planes 0 and 1, as ranges."""
+    letters: dict[str, list[int]] = {"LATIN": [], "CYRILLIC": []}
+    category, name = unicodedata.category, unicodedata.name
+    # The skipped blocks hold neither: CJK ideographs, Yi, Hangul, surrogates, private use.
+    for block in (range(0x3400), range(0xA000, 0xAC00), range(0xF900, 0x20000)):
+        for cp in block:
+            if category(chr(cp))[0] == "L":
+                script = name(chr(cp), "").partition(" ")[0]
+                if script in letters:
+                    letters[script].append(cp)
+    return list(ranges_of(letters["LATIN"])), list(ranges_of(letters["CYRILLIC"]))
+
+
+_LATIN_RANGES, _CYRILLIC_RANGES = _script_ranges()
+_ANY_CYRILLIC: Final = _Search.build("%(cyrillic)s", cyrillic=_CYRILLIC_RANGES)
+_ANY_LATIN: Final = _Search.build("%(latin)s", latin=_LATIN_RANGES)
+# A word holding both scripts holds a Latin and a Cyrillic letter with only other letters or marks
+# (neither Latin nor Cyrillic) between them; the pattern starts at either letter, and its gap
+# cannot pass a Latin or Cyrillic letter, so each character is looked at a bounded number of times.
+_GAP: Final = r"(?:(?!%(both)s)(?:[^\W\d_]|%(mark)s))"
+_MIXED_WORD: Final = _Search.build(
+    f"%(both)s(?:(?<=%(latin)s){_GAP}*%(cyrillic)s|(?<=%(cyrillic)s){_GAP}*%(latin)s)",
+    both=sorted([*_LATIN_RANGES, *_CYRILLIC_RANGES]),
+    latin=_LATIN_RANGES,
+    cyrillic=_CYRILLIC_RANGES,
+    mark=MARK_RANGES,
+)
+
+
+def _first_failing_rule(text: str) -> str | None:
+    ascii_only = text.isascii()  # then no mark, no Cyrillic, nothing astral, and NFKC is a no-op
+    astral = not ascii_only and ASTRAL_RE.search(text) is not None
+    if _ANY_CODE_POINT_RULE.found(text, astral):
+        for rule, pattern in _EACH_CODE_POINT_RULE:
+            if pattern.search(text) is not None:
+                return rule
+    if not ascii_only and _COMBINING_RUN.found(text, astral):
+        return "combining-run"
+    if "§" in text and _SEPARATOR_LINE.search(text) is not None:
+        return "separator"
+    nfkc = text if ascii_only else unicodedata.normalize("NFKC", text)
+    if _TEMPLATE.search(nfkc) is not None or _SENTENCE_TOKEN.search(nfkc) is not None:
+        return "template"
+    if _ROLE.search(nfkc) is not None:
+        return "role"
+    if has_injection_phrase(text):
+        return "phrase"
+    if not ascii_only and _has_mixed_script_word(text, astral):
+        return "mixed-script"
+    return None
+
+
+def _has_mixed_script_word(text: str, astral: bool) -> bool:
+    return (
+        _ANY_CYRILLIC.found(text, astral)
+        and _ANY_LATIN.found(text, astral)
+        and _MIXED_WORD.found(text, astral)
+    )

@@ -1,0 +1,65 @@
+"""memoryd's command line: ``memoryd serve [--config PATH] [--home PATH]`` (M5a section 11).
+
+Thin: parse, build the frozen config, call `server.run` (STYLE 11).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from boxmaker.memoryd import config as memoryd_config
+from boxmaker.memoryd.server import StartFailed, run
+from boxmaker.proto.errors import ConfigError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """memoryd: the local memory daemon.
+
+    \b
+    Example:
+        memoryd serve --config ~/.config/boxmaker/memoryd.toml
+    """
+
+
+@cli.command(name="serve")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="memoryd.toml (defaults apply without it).",
+)
+@click.option(
+    "--home",
+    help="The home folder (else [paths] home, else $BOXMAKER_HOME, else the system or user default).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log debug lines too.")
+def serve(config_path: Path | None, home: str | None, verbose: bool) -> None:
+    """Run memoryd in the foreground until SIGTERM or Ctrl-C.
+
+    \b
+    Example:
+        memoryd serve --home /tmp/agent-home
+    """
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s memoryd %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = memoryd_config.load(config_path, home)
+    except ConfigError as exc:
+        raise click.ClickException(f"{exc} (runbook: memoryd-start-failed)") from None
+    try:
+        run(config)
+    except StartFailed as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="memoryd")

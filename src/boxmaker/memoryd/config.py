@@ -1,0 +1,121 @@
+"""memoryd's configuration (M5a section 11; DESIGN 10.1).
+
+::
+
+    [paths]
+    home = "/var/lib/boxmaker"    # default: $BOXMAKER_HOME, then DESIGN 10.1's order
+
+    [memory]
+    soul_starter = "soul.md"      # next to the config file; the packaged starter when absent
+    review = false                # true: writes to memory.md and user.md wait for the owner
+
+    [index]
+    max_class = "private"         # records above this class are not indexed
+
+    [sockets]                     # defaults: run/loop-memory/memory.sock, run/broker-memory/memory.sock,
+    loop = "..."                  #           run/owner-memory/admin.sock under the home
+    broker = "..."
+    admin = "..."
+
+Unknown keys are an error naming the key. Relative paths resolve against the config file's folder. A
+starter named by default falls back to the packaged one when absent; a path the owner configured and
+that is missing is a start-up error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import msgspec
+
+from boxmaker.proto.errors import ConfigError
+from boxmaker.proto.home import Layout, resolve_home
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.settings import convert_config, load_toml
+
+
+class _Paths(msgspec.Struct, forbid_unknown_fields=True):
+    home: str | None = None
+
+
+class _Memory(msgspec.Struct, forbid_unknown_fields=True):
+    soul_starter: str | None = None
+    review: bool = False
+
+
+class _Index(msgspec.Struct, forbid_unknown_fields=True):
+    max_class: DataClass = DataClass.PRIVATE
+
+
+class _Sockets(msgspec.Struct, forbid_unknown_fields=True):
+    loop: str | None = None
+    broker: str | None = None
+    admin: str | None = None
+
+
+class _File(msgspec.Struct, forbid_unknown_fields=True):
+    paths: _Paths = msgspec.field(default_factory=_Paths)
+    memory: _Memory = msgspec.field(default_factory=_Memory)
+    index: _Index = msgspec.field(default_factory=_Index)
+    sockets: _Sockets = msgspec.field(default_factory=_Sockets)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """memoryd's settings, resolved: every path absolute."""
+
+    home: Path
+    soul_starter: Path
+    review: bool
+    max_class: DataClass
+    loop_socket: Path
+    broker_socket: Path
+    admin_socket: Path
+
+    @property
+    def layout(self) -> Layout:
+        """The home's layout."""
+        return Layout(self.home)
+
+
+def packaged_starter(name: str) -> Path:
+    """A starter file shipped in the package (``boxmaker/config/<name>``)."""
+    return Path(str(resources.files("boxmaker.config").joinpath(name)))
+
+
+def load(config_path: Path | None = None, cli_home: str | None = None) -> Config:
+    """Read memoryd's config (defaults when `config_path` is None) and resolve it.
+
+    Raises:
+        ConfigError: unreadable file, bad TOML, unknown key, bad value, or a configured soul starter
+            that does not exist.
+    """
+    raw = _File()
+    base = Path.cwd()
+    if config_path is not None:
+        config_path = config_path.absolute()
+        raw = convert_config(load_toml(config_path), _File, str(config_path))
+        base = config_path.parent
+
+    def resolve(value: str | None) -> Path | None:
+        return None if value is None else (base / Path(value).expanduser()).absolute()
+
+    home = resolve_home(cli_home, resolve(raw.paths.home))
+    layout = Layout(home)
+    starter = resolve(raw.memory.soul_starter)
+    if starter is None:
+        named = base / "soul.md" if config_path is not None else None
+        starter = named if named is not None and named.is_file() else packaged_starter("soul.md")
+    elif not starter.is_file():
+        raise ConfigError(str(config_path), f"[memory] soul_starter: {starter} does not exist")
+    return Config(
+        home=home,
+        soul_starter=starter,
+        review=raw.memory.review,
+        max_class=raw.index.max_class,
+        loop_socket=resolve(raw.sockets.loop) or layout.memory_loop_socket,
+        broker_socket=resolve(raw.sockets.broker) or layout.memory_broker_socket,
+        admin_socket=resolve(raw.sockets.admin) or layout.memory_admin_socket,
+    )

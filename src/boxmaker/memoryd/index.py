@@ -1,0 +1,327 @@
+"""The live index: ``{home}/index/memory.sqlite3`` (M5a sections 6 and 10; DESIGN 7).
+
+Disposable: deleting it and restarting memoryd, or `rebuild` (``bxctl reindex``), builds it again from
+``sessions/`` and ``notes.md``.
+
+- Writers (catch-up after ``session_updated`` and at start, notes as they are appended, rebuild) are
+  serialised by one lock.
+- Readers (recall) use one connection per thread from a pool. `rebuild` builds a new file beside the
+  live one while recall keeps answering, catches it up under the writers' lock, then, holding every
+  reader out for a moment, closes every connection to the old file before renaming the new one over
+  it (renaming an SQLite file under an open connection can corrupt it).
+- A file that cannot be opened, or fails its check, is moved aside and rebuilt (runbook
+  memory-index-damaged).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from boxmaker.memoryd.entries import normalise_newlines
+from boxmaker.memoryd.hits import Hit
+from boxmaker.memoryd.indexdb import Counts, IndexDB, LogShrank, SchemaMismatch, connect, migrate
+from boxmaker.memoryd.notes import Note, render
+from boxmaker.memoryd.notes import parse as parse_notes
+from boxmaker.memoryd.query import Query
+from boxmaker.memoryd.search import search
+from boxmaker.proto import fsio
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.labels import DataClass
+
+log = logging.getLogger("boxmaker.memoryd.index")
+
+
+class IndexUnusable(BoxmakerError):
+    """Raised when the index folder or file cannot be created at all (memoryd-start-failed)."""
+
+
+def fts5_problem() -> str:
+    """ "" when Python's SQLite has FTS5 with the trigram tokenizer, else a sentence saying what lacks."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+    except sqlite3.Error as exc:
+        return f"Python's SQLite {sqlite3.sqlite_version} has no usable FTS5 ({exc})"
+    finally:
+        conn.close()
+    return ""
+
+
+class _ReadWriteLock:
+    """Many readers or one writer (the swap)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._writing)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._writing)
+            self._writing = True
+            self._cond.wait_for(lambda: self._readers == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class Index:
+    """memoryd's index, safe to use from many threads.
+
+    Args:
+        path: the database file (its folder is created 0700).
+        sessions: the sessions folder.
+        notes: notes.md.
+        max_class: rows above this class are not indexed (``[index] max_class``).
+    """
+
+    def __init__(self, path: Path, sessions: Path, notes: Path, max_class: DataClass) -> None:
+        self.path = path
+        self.sessions = sessions
+        self.notes = notes
+        self.max_class = max_class
+        self._lock = threading.RLock()
+        self._swap = _ReadWriteLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._generation = 0
+        self._db: IndexDB | None = None
+        self._notes_hash = hashlib.sha256()
+        self._notes_bytes = 0
+
+    # Opening and closing ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open (or create) the file; a damaged one is moved aside and a new one built.
+
+        Raises:
+            IndexUnusable: the folder or a new file cannot be created.
+        """
+        try:
+            fsio.ensure_dir(self.path.parent)
+        except OSError as exc:
+            raise IndexUnusable(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
+        try:
+            self._db = self._open_file(self.path)
+        except (sqlite3.DatabaseError, SchemaMismatch) as exc:
+            aside = self.path.with_name(f"{self.path.name}.damaged-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}")
+            log.error("memory-index-damaged: %s (%s); moved it to %s and rebuilding", self.path, exc, aside)
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(str(self.path) + suffix)
+                if src.exists():
+                    os.replace(src, Path(str(aside) + suffix))
+            try:
+                self._db = self._open_file(self.path)
+            except sqlite3.DatabaseError as again:
+                raise IndexUnusable(f"cannot create {self.path}: {again}") from None
+
+    def _open_file(self, path: Path) -> IndexDB:
+        conn = connect(path)
+        try:
+            os.chmod(path, 0o600)
+            if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                raise sqlite3.DatabaseError("quick_check failed")
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return IndexDB(conn, self.sessions, self.max_class)
+
+    def close(self) -> None:
+        """Close every connection."""
+        with self._lock, self._swap.write():
+            self._close_readers()
+            if self._db is not None:
+                self._db.conn.close()
+                self._db = None
+
+    def _close_readers(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self._generation += 1
+
+    @property
+    def db(self) -> IndexDB:
+        """The writer's database (after `open`)."""
+        if self._db is None:
+            raise RuntimeError("the index is not open")
+        return self._db
+
+    # Writing ---------------------------------------------------------------------------------------
+
+    def catch_up(self, session: str) -> int:
+        """Index what `session` logged since its progress (``session_updated``). Returns rows added."""
+        with self._lock:
+            try:
+                return self.db.catch_up(session)
+            except LogShrank as exc:
+                log.warning("%s; rebuilding the index", exc)
+                self._rebuild_locked()
+                return 0
+
+    def catch_up_all(self) -> int:
+        """Catch up every session (at start). Returns rows added."""
+        with self._lock:
+            try:
+                return sum(self.db.catch_up(session) for session in self.db.session_ids())
+            except LogShrank as exc:
+                log.warning("%s; rebuilding the index", exc)
+                self._rebuild_locked()
+                return 0
+
+    def add_notes(self, notes: Sequence[Note]) -> None:
+        """Index notes just appended to notes.md (the writer calls this, in append order)."""
+        with self._lock:
+            data = "".join(render(note) for note in notes).encode("utf-8")
+            self._notes_hash.update(data)
+            self._notes_bytes += len(data)
+            self.db.add_notes(notes)
+            self.db.set_meta("notes_sha256", self._notes_hash.hexdigest())
+            self.db.set_meta("notes_bytes", str(self._notes_bytes))
+
+    def sync_notes(self) -> None:
+        """Bring the index's notes in line with notes.md (at start): notes appended since the index
+        last saw the file are added; any other change (a hand edit) rebuilds the index."""
+        with self._lock:
+            if not _sync_notes(self.db, self.notes):
+                log.info("notes.md changed other than by appending; rebuilding the index")
+                self._rebuild_locked()
+            self._load_notes_state()
+
+    def _load_notes_state(self) -> None:
+        data = _read(self.notes)
+        known = int(self.db.meta("notes_bytes") or 0)
+        self._notes_hash = hashlib.sha256(data[:known])
+        self._notes_bytes = known
+
+    def rebuild(self) -> Counts:
+        """Build a new index file from nothing while recall keeps answering, then swap it in.
+
+        Returns:
+            What the new index holds.
+        """
+        fresh, db = self._fresh()
+        try:
+            self._fill(db)
+            with self._lock:
+                self._fill(db)
+                counts = db.counts()
+                db.conn.close()
+                self._swap_in(fresh)
+                self._load_notes_state()
+        except BaseException:
+            db.conn.close()
+            raise
+        log.info("reindexed: %d logs, %d records, %d notes", counts.logs, counts.records, counts.notes)
+        return counts
+
+    def _rebuild_locked(self) -> None:
+        fresh, db = self._fresh()
+        try:
+            self._fill(db)
+        finally:
+            db.conn.close()
+        self._swap_in(fresh)
+        self._load_notes_state()
+
+    def _fresh(self) -> tuple[Path, IndexDB]:
+        fresh = self.path.with_name(self.path.name + ".new")
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(fresh) + suffix).unlink(missing_ok=True)
+        return fresh, self._open_file(fresh)
+
+    def _fill(self, db: IndexDB) -> None:
+        for session in db.session_ids():
+            db.catch_up(session)
+        if not _sync_notes(db, self.notes):
+            raise RuntimeError("notes.md changed while the index was rebuilt from it; run reindex again")
+
+    def _swap_in(self, fresh: Path) -> None:
+        with self._swap.write():
+            self._close_readers()
+            if self._db is not None:
+                self._db.conn.close()
+                self._db = None
+            for suffix in ("-wal", "-shm"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            os.replace(fresh, self.path)
+            fsio.fsync_dir(self.path.parent)
+            self._db = self._open_file(self.path)
+
+    # Reading ---------------------------------------------------------------------------------------
+
+    def _reader(self) -> sqlite3.Connection:
+        cached = getattr(self._local, "conn", None)
+        if cached is not None and cached[0] == self._generation:
+            conn: sqlite3.Connection = cached[1]
+            return conn
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, timeout=60.0)
+        with self._readers_lock:
+            self._readers.append(conn)
+            self._local.conn = (self._generation, conn)
+        return conn
+
+    def search(self, query: Query, k: int) -> list[Hit]:
+        """The best `k` hits for a built query, best first ([] when it has no terms)."""
+        if not query.match:
+            return []
+        with self._swap.read():
+            return search(self._reader(), query, k)
+
+    def counts(self) -> Counts:
+        """What the index holds now."""
+        with self._lock:
+            return self.db.counts()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def _sync_notes(db: IndexDB, notes_path: Path) -> bool:
+    """Add notes appended to notes.md since `db` last saw it. False when the file changed otherwise."""
+    data = _read(notes_path)
+    known = int(db.meta("notes_bytes") or 0)
+    digest = hashlib.sha256(data[:known])
+    if known > len(data) or digest.hexdigest() != (db.meta("notes_sha256") or hashlib.sha256().hexdigest()):
+        return False
+    notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
+    count = int(db.meta("notes_count") or 0)
+    if len(notes) < count:
+        return False
+    if len(notes) > count:
+        db.add_notes(notes[count:])
+    digest.update(data[known:])
+    db.set_meta("notes_sha256", digest.hexdigest())
+    db.set_meta("notes_bytes", str(len(data)))
+    return True

@@ -1,0 +1,136 @@
+"""The `recall` tool and the owner's search (M5a section 5; DESIGN 10.4).
+
+`Recaller.recall` validates the query (1 to 500 characters), builds it (`query.build`: the model's
+text reaches FTS5 only as quoted terms), searches the index, renders the hits with their source tags,
+computes the result's label, and appends one line to the recall log ``recalls/YYYY-MM.jsonl`` naming
+each hit by its stable source key, so hit counts survive a reindex. Owner searches and benchmark runs
+are marked and do not count toward tiers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from boxmaker.memoryd import hits as hit_text
+from boxmaker.memoryd import sentences
+from boxmaker.memoryd.entries import IDENTITY_FILES
+from boxmaker.memoryd.hits import Hit
+from boxmaker.memoryd.index import Index
+from boxmaker.memoryd.journal import encode_line
+from boxmaker.memoryd.query import build
+from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.store import FileUnreadable, Store
+from boxmaker.proto import fsio
+from boxmaker.proto.labels import Label
+
+QUERY_LIMIT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """What recall answers: the text the model reads, its label, and the hits behind it."""
+
+    text: str
+    label: Label
+    hits: tuple[Hit, ...]
+    data: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Recaller:
+    """Answers recall calls from the index and logs them.
+
+    Args:
+        index: the live index.
+        recalls: the recall log folder (``memory/recalls``).
+        now: the clock.
+        log_recalls: False to keep no recall log (never in memoryd; for offline measurements).
+    """
+
+    def __init__(
+        self, index: Index, recalls: Path, now: Callable[[], dt.datetime], log_recalls: bool = True
+    ) -> None:
+        self.index = index
+        self.recalls = recalls
+        self.now = now
+        self.log_recalls = log_recalls
+
+    def search(self, text: str, k: int) -> tuple[list[Hit], tuple[str, ...]] | Refusal:
+        """The structured layer under recall: validated, built, searched; no rendering, no log."""
+        if not 1 <= len(text) <= QUERY_LIMIT:
+            return sentences.query_length(len(text))
+        query = build(text)
+        return self.index.search(query, k), query.terms
+
+    def recall(
+        self, text: str, k: int, session: str, *, owner: bool = False, bench: bool = False
+    ) -> RecallResult | Refusal:
+        """Answer one recall (M5a section 5).
+
+        Args:
+            text: the model's query, 1 to 500 characters.
+            k: at most this many hits (1 to 10 for the tool).
+            session: the asking session (or "owner").
+            owner, bench: mark the log line as an owner search or a benchmark run.
+        """
+        found = self.search(text, k)
+        if isinstance(found, Refusal):
+            return found
+        hits, terms = found
+        self._log(session, text, k, hits, owner=owner, bench=bench)
+        if not hits:
+            return RecallResult(sentences.no_matches(text), hit_text.result_label([]), ())
+        return RecallResult(hit_text.render(hits, terms), hit_text.result_label(hits), tuple(hits))
+
+    def _log(self, session: str, text: str, k: int, hits: list[Hit], *, owner: bool, bench: bool) -> None:
+        if not self.log_recalls:
+            return
+        moment = self.now().astimezone(dt.UTC)
+        line = {
+            "time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "session": session,
+            "query": text,
+            "k": k,
+            "hits": [h.key for h in hits],
+            "owner": owner,
+            "bench": bench,
+        }
+        fsio.ensure_dir(self.recalls)
+        fsio.append_line(self.recalls / f"{moment:%Y-%m}.jsonl", encode_line(line), sync=False)
+
+    def owner_search(self, text: str, k: int, store: Store) -> RecallResult | Refusal:
+        """The owner's search: identity entries that share a term with the query, then recall's hits."""
+        result = self.recall(text, k, "owner", owner=True)
+        if isinstance(result, Refusal):
+            return result
+        terms = build(text).terms
+        lines: list[str] = []
+        data: list[dict[str, Any]] = []
+        for spec in IDENTITY_FILES.values():
+            try:
+                entries = store.read_identity(spec).entries
+            except FileUnreadable:
+                continue
+            for entry in entries:
+                lowered = entry.lower()
+                if terms and any(t in lowered for t in terms):
+                    data.append({"tag": "identity", "where": spec.name, "text": entry})
+                    lines.append(
+                        f"[{spec.name}] identity · an entry of {spec.name} (in every prompt)\n{entry}"
+                    )
+        for number, hit in enumerate(result.hits, start=1):
+            data.append(
+                {
+                    "tag": hit.tag,
+                    "where": hit_text.where(hit),
+                    "class": hit.label.data_class.value,
+                    "key": hit.key,
+                    "text": hit.text,
+                }
+            )
+            lines.append(f"{hit_text.header(number, hit)}\n{hit_text.snippet(hit.text, terms)}")
+        text_out = "\n".join(lines) if lines else sentences.no_matches(text)
+        return RecallResult(text_out, result.label, result.hits, data)

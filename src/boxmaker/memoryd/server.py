@@ -1,0 +1,114 @@
+"""memoryd's process: the lock, the three sockets, signals (M5a sections 7 and 13; DESIGN 7, 10.1).
+
+Start-up order: check SQLite has FTS5 (and the trigram tokenizer), take the home's lock (a second
+memoryd on the same home fails at once, saying why), create missing files, complete an interrupted
+edit, open and catch up the index, then bind the sockets, so a socket appears only once memoryd can
+answer. SIGTERM and SIGINT remove the sockets and release the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sqlite3
+import threading
+from types import FrameType
+
+from boxmaker.memoryd.config import Config
+from boxmaker.memoryd.index import fts5_problem
+from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, Memoryd
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.fsio import FileLock, LockHeld
+from boxmaker.proto.home import ensure_home
+from boxmaker.proto.wire import FrameServer
+
+log = logging.getLogger("boxmaker.memoryd")
+
+
+class StartFailed(BoxmakerError):
+    """Raised when memoryd cannot start; the sentence says why (runbook memoryd-start-failed)."""
+
+    runbook = "memoryd-start-failed"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"memoryd cannot start: {why} (runbook: memoryd-start-failed)")
+
+
+class Server:
+    """memoryd running: its lock, service and sockets."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.memory = Memoryd(config)
+        self.lock = FileLock(config.layout.memory / ".lock")
+        self.sockets = [
+            FrameServer(config.loop_socket, self.memory.handle, LOOP_KINDS),
+            FrameServer(config.broker_socket, self.memory.handle, BROKER_KINDS),
+            FrameServer(config.admin_socket, self.memory.handle, ADMIN_KINDS),
+        ]
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        """Everything up to serving.
+
+        Raises:
+            StartFailed: with the reason.
+        """
+        problem = fts5_problem()
+        if problem:
+            raise StartFailed(problem)
+        try:
+            ensure_home(self.config.home)
+            self.config.layout.memory.mkdir(mode=0o700, exist_ok=True)
+            self.lock.acquire()
+        except (BoxmakerError, OSError) as exc:
+            raise StartFailed(str(exc)) from None
+        log.info("SQLite %s with FTS5; home %s", sqlite3.sqlite_version, self.config.home)
+        try:
+            created = self.memory.open()
+            if created:
+                log.info("created %s", ", ".join(created))
+            for server in self.sockets:
+                server.start()
+                log.info("listening on %s", server.path)
+        except (BoxmakerError, OSError, sqlite3.Error) as exc:
+            self.stop()
+            raise StartFailed(str(exc)) from None
+
+    def stop(self) -> None:
+        """Remove the sockets, close the index, release the lock (idempotent)."""
+        for server in self.sockets:
+            server.stop()
+        self.memory.close()
+        self.lock.release()
+
+    def request_stop(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
+        """Ask `serve_forever` to return (a signal handler)."""
+        del frame
+        log.info("stopping on signal %d", signum)
+        self._stop.set()
+
+    def serve_forever(self) -> None:
+        """Block until SIGTERM or SIGINT, then stop."""
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        try:
+            while not self._stop.wait(1.0):
+                pass
+        finally:
+            self.stop()
+
+
+def run(config: Config) -> None:
+    """Start memoryd and serve until a signal.
+
+    Raises:
+        StartFailed: when it cannot start (nothing is left behind: no sockets, no lock).
+    """
+    server = Server(config)
+    try:
+        server.start()
+    except LockHeld as exc:
+        raise StartFailed(str(exc)) from None
+    log.info("memoryd ready")
+    server.serve_forever()

@@ -1,0 +1,332 @@
+"""Where a `memory` write goes, and every path that changes a memory file (M5a section 5).
+
+- `note` is appended to notes.md in any session, labelled by the session: ``noted`` or
+  ``noted (untrusted)``.
+- In a session that has not seen untrusted content, `add`, `replace`, `remove` and `consolidate`
+  apply to memory.md or user.md (or, with review on, wait in pending.jsonl for the owner).
+- In a session that has, an `add` becomes an untrusted note and the answer says so; the other
+  identity actions are refused with ``refused:tainted``.
+- `accept`, `undo` and the owner's own writes pass the same rules (the limit on every path:
+  letta #3241). Every applied change is journalled (`journal.Journal.commit`).
+
+All writes are serialised by one lock; each re-reads the file it changes inside the lock, so an
+edit decided against an old view fails instead of clobbering a newer entry (hermes #26045).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from boxmaker.memoryd import review, sentences
+from boxmaker.memoryd.arguments import Add, Consolidate, MemoryAction, Note, Remove, Replace, items
+from boxmaker.memoryd.edits import Outcome, add, consolidate, remove, replace, vet_note
+from boxmaker.memoryd.entries import BY_NAME, IDENTITY_FILES, FileSpec, file_content, text_length
+from boxmaker.memoryd.journal import Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.notes import Note as NoteEntry
+from boxmaker.memoryd.notes import header_time, render, render_header
+from boxmaker.memoryd.notes import parse as parse_notes
+from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.store import IdentityFile, Store
+from boxmaker.proto import fsio
+from boxmaker.proto.ids import OWNER_SESSION
+from boxmaker.proto.labels import DataClass, Label
+
+_PRIVATE = Label(DataClass.PRIVATE, False)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who writes: the session (or "owner"), the call id, and the session's label."""
+
+    session: str
+    call: str
+    label: Label
+
+
+OWNER = Caller(OWNER_SESSION, "", _PRIVATE)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a write answers: the sentence the model (or owner) reads and the stable code."""
+
+    output: str
+    code: str
+    edit: str = ""
+
+    @classmethod
+    def refused(cls, refusal: Refusal) -> Answer:
+        """An answer carrying a refusal."""
+        return cls(refusal.sentence, refusal.code)
+
+    @property
+    def ok(self) -> bool:
+        """True unless refused."""
+        return not self.code.startswith("refused:")
+
+
+class Writer:
+    """Applies memory writes to the files under ``memory/``.
+
+    Args:
+        store: the files.
+        journal: the edit journal (commits).
+        now: the clock (aware UTC datetimes).
+        review: stage identity writes from sessions for the owner instead of applying them.
+        on_notes: called with every note appended (the index adds them).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        journal: Journal,
+        now: Callable[[], dt.datetime],
+        review: bool,
+        on_notes: Callable[[Sequence[NoteEntry]], None],
+    ) -> None:
+        self.store = store
+        self.journal = journal
+        self.now = now
+        self.review = review
+        self.on_notes = on_notes
+        self.lock = threading.Lock()
+        self._notes = 0
+
+    def open(self) -> None:
+        """Complete an interrupted commit, then count the notes."""
+        with self.lock:
+            self.journal.open()
+            self._notes = len(parse_notes(self.store.read_notes()))
+
+    # The memory tool -------------------------------------------------------------------------
+
+    def memory(self, caller: Caller, action: MemoryAction) -> Answer:
+        """Route and apply one `memory` call by the caller's label (M5a section 5)."""
+        if isinstance(action, Note):
+            return self.note(caller, action.text, "note")
+        spec = IDENTITY_FILES[action.file]
+        if caller.label.untrusted:
+            if isinstance(action, Add):
+                return self.note(caller, action.text, "add", spec.name)
+            return Answer.refused(sentences.tainted(spec.name))
+        with self.lock:
+            current = self.store.read_identity(spec)
+            outcome = decide(spec, current.entries, action)
+            if isinstance(outcome, Refusal):
+                return Answer.refused(outcome)
+            if self.review and caller.session != OWNER_SESSION:
+                return self._stage(caller, action, spec)
+            edit = self._commit(caller, _action_name(action), current, outcome, {})
+        return Answer(sentences.updated(spec.name, text_length(outcome.entries), spec.limit), "ok", edit)
+
+    def note(self, caller: Caller, raw: str, action: str, file: str = "notes.md") -> Answer:
+        """Append a note labelled by the caller; `action` is "note", or "add" (with the identity
+        `file` it was meant for) for an add from a tainted session."""
+        vetted = vet_note(raw)
+        if isinstance(vetted, Refusal):
+            return Answer.refused(vetted)
+        with self.lock:
+            entry = NoteEntry(
+                "noted", header_time(self.now()), caller.session, "", caller.label, vetted.text, self._notes
+            )
+            line = self.journal.commit(
+                Change(
+                    {
+                        **_who(caller),
+                        "action": action,
+                        "file": file,
+                        "where": "notes.md",
+                        "before": [],
+                        "after": [vetted.text],
+                        "notes": [{"header": render_header(entry), "text": entry.text}],
+                    },
+                    [Append("notes.md", render(entry).encode("utf-8"))],
+                )
+            )
+            self._notes += 1
+            self.on_notes([entry])
+        if action == "add":
+            return Answer(sentences.SAVED_AS_NOTE, sentences.NOTED, line["id"])
+        text = sentences.NOTED_UNTRUSTED if caller.label.untrusted else sentences.NOTED_TRUSTED
+        return Answer(text, sentences.NOTED, line["id"])
+
+    # Review ----------------------------------------------------------------------------------
+
+    def _stage(self, caller: Caller, action: MemoryAction, spec: FileSpec) -> Answer:
+        path = self.store.pending_path
+        moment = self.now()
+        pid = review.next_id(path, moment.date())
+        event = {
+            "event": "staged",
+            "id": pid,
+            "time": _stamp(moment),
+            **_who(caller),
+            "taint": caller.label.data_class.value,
+            "arguments": msgspec.to_builtins(action),
+        }
+        fsio.append_line(path, encode_line(event))
+        return Answer(sentences.staged(pid, spec.name), sentences.STAGED)
+
+    def accept(self, pid: str) -> Answer:
+        """Apply a staged write with the same checks, against the file as it is now."""
+        with self.lock:
+            staged, state = review.find(self.store.pending_path, pid)
+            if staged is None or state != "pending":
+                return Answer(_not_pending(pid, state), "refused:not-found")
+            action: MemoryAction = msgspec.convert(staged["arguments"], MemoryAction)
+            assert not isinstance(action, Note)
+            spec = IDENTITY_FILES[action.file]
+            current = self.store.read_identity(spec)
+            outcome = decide(spec, current.entries, action)
+            if isinstance(outcome, Refusal):
+                return Answer(f"{pid} was not applied: {outcome.sentence}", outcome.code)
+            caller = Caller(staged["session"], staged["call"], Label(DataClass(staged["taint"]), False))
+            decision = self._decision(pid, "accepted")
+            edit = self._commit(
+                caller, _action_name(action), current, outcome, {"pending": pid}, appends=[decision]
+            )
+        size = text_length(outcome.entries)
+        return Answer(
+            f"{pid} accepted as {edit}: " + sentences.updated(spec.name, size, spec.limit), "ok", edit
+        )
+
+    def reject(self, pid: str) -> Answer:
+        """Discard a staged write (journalled)."""
+        with self.lock:
+            staged, state = review.find(self.store.pending_path, pid)
+            if staged is None or state != "pending":
+                return Answer(_not_pending(pid, state), "refused:not-found")
+            file = IDENTITY_FILES[staged["arguments"]["file"]].name
+            entry = {**_who(OWNER), "action": "reject", "file": file, "where": "pending.jsonl"}
+            entry.update({"before": [], "after": [], "pending": pid})
+            line = self.journal.commit(Change(entry, [self._decision(pid, "rejected")]))
+        return Answer(f"{pid} rejected; {file} is unchanged", "ok", line["id"])
+
+    def _decision(self, pid: str, event: str) -> Append:
+        line = {"event": event, "id": pid, "time": _stamp(self.now())}
+        return Append("pending.jsonl", encode_line(line) + b"\n")
+
+    # Undo ------------------------------------------------------------------------------------
+
+    def undo(self, wanted: str | None) -> Answer:
+        """Revert an edit if it is the latest of its file and the file still holds what it left."""
+        with self.lock:
+            target = self._undo_target(wanted)
+            if isinstance(target, Answer):
+                return target
+            spec = BY_NAME[target["where"]]
+            current = self.store.read_identity(spec)
+            if list(current.entries) != target["after"]:
+                return Answer(
+                    f"{spec.name} no longer holds exactly what {target['id']} left (it was changed "
+                    "since, by hand); nothing was undone",
+                    "refused:changed",
+                )
+            restored = tuple(target["before"])
+            if text_length(restored) > spec.limit:
+                return Answer.refused(sentences.limit(spec.name, text_length(restored), spec.limit))
+            extra = {"undoes": target["id"]}
+            edit = self._commit(OWNER, "undo", current, Outcome(restored), extra)
+        return Answer(
+            f"undid {target['id']} as {edit}; {spec.name} is back to what it held before", "ok", edit
+        )
+
+    def _undo_target(self, wanted: str | None) -> dict[str, Any] | Answer:
+        if wanted is None:
+            target = next((e for e in self.journal.entries_newest_first() if e["where"] in BY_NAME), None)
+            if target is None:
+                return Answer("no edit of memory.md or user.md to undo", "refused:not-found")
+        else:
+            target = self.journal.find(wanted)
+            if target is None:
+                return Answer(f"no edit {wanted} in the journal", "refused:not-found")
+        if target["where"] not in BY_NAME:
+            return Answer(
+                f"{target['id']} changed {target['where']}, which is not undone this way "
+                "(notes.md is append-only; edit it by hand)",
+                "refused:not-undoable",
+            )
+        latest = self.journal.latest_for(target["where"])
+        if latest is not None and latest["id"] != target["id"]:
+            return Answer(
+                f"{target['id']} is not the latest edit of {target['where']} ({latest['id']} is); "
+                "undo that one first",
+                "refused:not-latest",
+            )
+        return target
+
+    # Commit ----------------------------------------------------------------------------------
+
+    def _commit(
+        self,
+        caller: Caller,
+        action: str,
+        current: IdentityFile,
+        outcome: Outcome,
+        extra: dict[str, Any],
+        *,
+        appends: Sequence[Append] = (),
+    ) -> str:
+        spec = current.spec
+        moment = header_time(self.now())
+        departures = [
+            NoteEntry(kind, moment, caller.session, spec.name, _PRIVATE, text, self._notes + i)
+            for i, (kind, text) in enumerate(outcome.departures)
+        ]
+        entry = {
+            **_who(caller),
+            "action": action,
+            "file": spec.name,
+            "where": spec.name,
+            "before": list(current.entries),
+            "after": list(outcome.entries),
+            **extra,
+        }
+        steps = list(appends)
+        if departures:
+            entry["notes"] = [{"header": render_header(n), "text": n.text} for n in departures]
+            steps.insert(0, Append("notes.md", "".join(render(n) for n in departures).encode("utf-8")))
+        rewrite = Rewrite(spec.name, current.raw, file_content(outcome.entries))
+        line = self.journal.commit(Change(entry, steps, rewrite))
+        if departures:
+            self._notes += len(departures)
+            self.on_notes(departures)
+        return str(line["id"])
+
+
+def decide(spec: FileSpec, entries: Sequence[str], action: MemoryAction) -> Outcome | Refusal:
+    """The outcome of an identity action on `entries`, or its refusal (pure)."""
+    if isinstance(action, Add):
+        return add(spec, entries, action.text)
+    if isinstance(action, Replace):
+        return replace(spec, entries, action.old, action.text)
+    if isinstance(action, Remove):
+        return remove(spec, entries, action.old)
+    if isinstance(action, Consolidate):
+        parsed = items(list(action.entries))
+        return parsed if isinstance(parsed, Refusal) else consolidate(spec, entries, parsed)
+    raise TypeError(f"not an identity action: {action!r}")
+
+
+def _action_name(action: MemoryAction) -> str:
+    return type(action).__name__.lower()
+
+
+def _who(caller: Caller) -> dict[str, Any]:
+    return {"session": caller.session, "call": caller.call, "untrusted": caller.label.untrusted}
+
+
+def _not_pending(pid: str, state: str) -> str:
+    if state == "unknown":
+        return f"no staged write {pid}; see bxctl memory pending"
+    return f"{pid} was already {state}"
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,222 @@
+"""Message bodies between roles, validated on decode (DESIGN 3 and 10.3; M5a section 7).
+
+A message is ``{"kind": "<kind>", "body": {...}}``. `KINDS` maps each kind to its body type; `decode`
+turns a frame's payload into ``(kind, body)`` and `encode` does the reverse. Every body is checked
+against its schema: an unknown kind, a missing field, an unknown field or a wrong type raises a
+`ProtocolError` whose sentence names the field, never a crash and never a silent default.
+
+JSON is read with the standard library (so a lone surrogate escape such as ``"\\ud800"`` arrives as a
+``str`` the memory check can refuse by name, DESIGN 10.6 rule 1) and written with ``ensure_ascii``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, TypeAlias
+
+import msgspec
+
+from boxmaker.proto.errors import InvalidBody, MalformedMessage, UnknownKind
+from boxmaker.proto.ids import SESSION_ID_PATTERN
+from boxmaker.proto.labels import DataClass, Label
+
+SessionIdStr: TypeAlias = Annotated[str, msgspec.Meta(pattern=SESSION_ID_PATTERN)]
+CallId: TypeAlias = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+\Z")]
+ToolName: TypeAlias = Annotated[str, msgspec.Meta(pattern=r"^[a-z_][a-z0-9_]{0,63}\Z")]
+Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Body(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Common base: bodies are immutable and refuse unknown fields."""
+
+
+class ToolRequest(_Body, frozen=True):
+    """`tool_request` (loopd -> brokerd), and the `request` inside `memory_call`."""
+
+    session: SessionIdStr
+    call_id: CallId
+    tool: ToolName
+    arguments: dict[str, Any]
+
+
+class ToolResponse(_Body, frozen=True):
+    """`tool_response`: `output` is what the model reads; `code` is `ok`, `noted`, `staged` or
+    `refused:<reason>`; `label` is the result's label, or null."""
+
+    call_id: CallId
+    output: str
+    code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    label: Label | None
+
+
+class MemoryCall(_Body, frozen=True):
+    """`memory_call` (brokerd -> memoryd): a decided call with the session's state (M5a section 7)."""
+
+    request: ToolRequest
+    taint: DataClass
+    untrusted: bool
+
+
+class MemoryBlock(_Body, frozen=True):
+    """`memory_block` (loopd -> memoryd): asks for the rendered block (M5a section 4)."""
+
+
+class MemoryBlockReply(_Body, frozen=True):
+    """`memory_block_reply`: the block's text."""
+
+    text: str
+
+
+class SessionUpdated(_Body, frozen=True):
+    """`session_updated` (loopd -> memoryd): the session has new records (M5a section 6)."""
+
+    session: SessionIdStr
+    turn: Count | None = None
+
+
+class Ok(_Body, frozen=True):
+    """`ok`: an empty acknowledgement."""
+
+
+class Reindex(_Body, frozen=True):
+    """`reindex` (bxctl -> memoryd): rebuild the index into a new file (M5a section 10)."""
+
+
+class Reindexed(_Body, frozen=True):
+    """`reindexed`: what the rebuilt index holds."""
+
+    logs: Count
+    records: Count
+    notes: Count
+
+
+class MemoryAdmin(_Body, frozen=True):
+    """`memory_admin` (bxctl -> memoryd): an owner command with its argument(s) (DESIGN 10.3)."""
+
+    command: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z-]{0,31}\Z")]
+    arg: str = ""
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class MemoryAdminReply(_Body, frozen=True):
+    """`memory_admin_reply`: `text` is what bxctl prints, `data` what `--json` prints."""
+
+    text: str
+    data: Any = None
+
+
+class Error(_Body, frozen=True):
+    """`error`: a transport or validation failure (DESIGN 3)."""
+
+    code: str
+    message: str
+    runbook: str = ""
+
+
+Body: TypeAlias = (
+    ToolRequest
+    | ToolResponse
+    | MemoryCall
+    | MemoryBlock
+    | MemoryBlockReply
+    | SessionUpdated
+    | Ok
+    | Reindex
+    | Reindexed
+    | MemoryAdmin
+    | MemoryAdminReply
+    | Error
+)
+
+KINDS: dict[str, type[Body]] = {
+    "tool_request": ToolRequest,
+    "tool_response": ToolResponse,
+    "memory_call": MemoryCall,
+    "memory_block": MemoryBlock,
+    "memory_block_reply": MemoryBlockReply,
+    "session_updated": SessionUpdated,
+    "ok": Ok,
+    "reindex": Reindex,
+    "reindexed": Reindexed,
+    "memory_admin": MemoryAdmin,
+    "memory_admin_reply": MemoryAdminReply,
+    "error": Error,
+}
+
+_KIND_OF: dict[type[Body], str] = {body: kind for kind, body in KINDS.items()}
+
+
+def kind_of(body: Body) -> str:
+    """The message kind of a body instance."""
+    return _KIND_OF[type(body)]
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(payload: bytes) -> Any:
+    """Parse UTF-8 JSON strictly (no NaN or Infinity), keeping lone surrogate escapes as they are.
+
+    Raises:
+        MalformedMessage: when `payload` is not UTF-8 or not JSON.
+    """
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedMessage(f"not UTF-8 at byte {exc.start}") from None
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except (ValueError, RecursionError) as exc:
+        raise MalformedMessage(f"not JSON ({exc})") from None
+
+
+def decode(payload: bytes, accept: frozenset[str] | None = None) -> tuple[str, Body]:
+    """Decode a frame's payload into ``(kind, body)``.
+
+    Args:
+        payload: the frame's bytes (UTF-8 JSON).
+        accept: the kinds this receiver takes; None means every kind in `KINDS`.
+
+    Raises:
+        MalformedMessage: not JSON, or not an object with exactly "kind" (string) and "body" (object).
+        UnknownKind: a kind outside `accept` (or `KINDS`).
+        InvalidBody: the body does not fit the kind's schema; the sentence names the field.
+    """
+    value = parse_json(payload)
+    if not isinstance(value, dict):
+        raise MalformedMessage("expected a JSON object with 'kind' and 'body'")
+    extra = sorted(set(value) - {"kind", "body"})
+    if extra:
+        raise MalformedMessage(f"unexpected field {extra[0]!r} beside 'kind' and 'body'")
+    kind = value.get("kind")
+    if not isinstance(kind, str):
+        raise MalformedMessage("'kind' must be a string")
+    if kind not in KINDS or (accept is not None and kind not in accept):
+        raise UnknownKind(kind)
+    body = value.get("body")
+    if not isinstance(body, dict):
+        raise InvalidBody(kind, "'body' must be a JSON object")
+    return kind, convert_body(kind, body)
+
+
+def convert_body(kind: str, body: dict[str, Any]) -> Body:
+    """Validate a decoded JSON object as the body of `kind`.
+
+    Raises:
+        UnknownKind: when `kind` is not in `KINDS`.
+        InvalidBody: when the object does not fit; the sentence names the field (``$.session``).
+    """
+    body_type = KINDS.get(kind)
+    if body_type is None:
+        raise UnknownKind(kind)
+    try:
+        return msgspec.convert(body, body_type, strict=True)
+    except msgspec.ValidationError as exc:
+        raise InvalidBody(kind, str(exc)) from None
+
+
+def encode(body: Body) -> bytes:
+    """The JSON payload ``{"kind", "body"}`` for `body`, ASCII-only (lone surrogates escaped)."""
+    message = {"kind": kind_of(body), "body": msgspec.to_builtins(body)}
+    return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")

@@ -1,0 +1,194 @@
+"""Session-log records (DESIGN 4 and 10.4; M5a sections 6 and 9; M5d 3.1 and 4.3).
+
+A session log ``sessions/<id>/N.jsonl`` holds one JSON object per line with a snake_case ``type`` and a
+``time`` (UTC RFC 3339 with ``Z``). Records are written with ``ensure_ascii``, one write per line on an
+O_APPEND descriptor. A reader counts only complete lines: a torn last line of a log being written is
+not yet a record, and not a reason to skip the log. The full schema is in ``docs/session-log.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated, Any, TypeAlias
+
+import msgspec
+
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.fsio import complete_lines
+from boxmaker.proto.labels import DataClass, Label
+
+TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z\Z"
+Time: TypeAlias = Annotated[str, msgspec.Meta(pattern=TIME_PATTERN)]
+Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="type"):
+    """Common base: every record has `type` (the tag) and `time`."""
+
+    time: Time
+
+
+class SessionStart(_Record, frozen=True, tag="session_start"):
+    """First record of every epoch: its number, the slot it runs on (null without slots), and
+    ``sha256:<hex>`` of the epoch's baseline file."""
+
+    epoch: Count
+    slot: Count | None
+    baseline: Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
+
+
+class User(_Record, frozen=True, tag="user"):
+    """What the owner (or a scheduler prompt) said; `speaker` names who, when known."""
+
+    content: str
+    speaker: str | None = None
+
+
+class ToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One tool call of an assistant record; `arguments` is the model's JSON string."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Assistant(_Record, frozen=True, tag="assistant"):
+    """A model reply: its content, its reasoning (kept, never replayed as content), its tool calls."""
+
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+
+
+class ToolResult(_Record, frozen=True, tag="tool_result"):
+    """A tool's result with its label; `call` is the tool's name."""
+
+    call: str
+    tool_call_id: str
+    content: str
+    data_class: DataClass = msgspec.field(name="class")
+    untrusted: bool
+
+    @property
+    def label(self) -> Label:
+        """The result's label."""
+        return Label(self.data_class, self.untrusted)
+
+
+class Usage(_Record, frozen=True, tag="usage"):
+    """Token counts of one model request (llama-server `timings`, or `usage` elsewhere)."""
+
+    prompt_n: Count
+    cache_n: Count
+    predicted_n: Count = 0
+
+
+class EpochEnd(_Record, frozen=True, tag="epoch_end"):
+    """Last record of a compacted epoch: the next epoch's number and the carried summary (M5d 3.5)."""
+
+    next: Count
+    summary: str
+
+
+class ToolSummary(_Record, frozen=True, tag="tool_summary"):
+    """A model-written summary of a tool's output, labelled like the output (M5d 4.3)."""
+
+    call: str
+    tool_call_id: str
+    content: str
+    data_class: DataClass = msgspec.field(name="class")
+    untrusted: bool
+
+    @property
+    def label(self) -> Label:
+        """The summarised output's label."""
+        return Label(self.data_class, self.untrusted)
+
+
+Record: TypeAlias = SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary
+
+_DECODER = msgspec.json.Decoder(Record)
+
+
+class RecordError(BoxmakerError):
+    """Raised when a log line is not a valid record; names the file and the line."""
+
+    def __init__(self, path: str, line: int, why: str) -> None:
+        super().__init__(f"{path}: line {line}: {why}")
+        self.path = path
+        self.line = line
+        self.why = why
+
+
+def format_time(moment: dt.datetime) -> str:
+    """UTC RFC 3339 with ``Z`` and whole seconds, e.g. ``2026-09-24T21:02:07Z``.
+
+    Raises:
+        ValueError: when `moment` is naive.
+    """
+    if moment.tzinfo is None:
+        raise ValueError("a naive datetime has no time zone")
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> dt.datetime:
+    """Parse a record time (UTC RFC 3339 with ``Z``) into an aware datetime.
+
+    Raises:
+        ValueError: when `text` is not of that form.
+    """
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(dt.UTC)
+
+
+def decode_record(line: bytes) -> Record:
+    """Decode one log line.
+
+    Raises:
+        ValueError: when the line is not JSON or not a valid record (the message says why).
+    """
+    try:
+        record: Record = _DECODER.decode(line)
+        return record
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc)) from None
+    except msgspec.DecodeError:
+        pass  # maybe a lone surrogate escape msgspec refuses: the standard library keeps it
+    try:
+        value: Any = json.loads(line.decode("utf-8"))
+        converted: Record = msgspec.convert(value, Record, strict=True)
+        return converted
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"not a JSON record ({exc})") from None
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def encode_record(record: Record) -> bytes:
+    """One log line for `record`, ASCII-only JSON without the newline."""
+    return json.dumps(msgspec.to_builtins(record), ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def read_log(path: Path, offset: int = 0, first_line: int = 1) -> tuple[list[Record], int]:
+    """Read the complete records of a log from byte `offset` (line `first_line` of the file).
+
+    Returns:
+        The records and the byte offset just past the last complete line (a torn tail is left for
+        the next read).
+
+    Raises:
+        OSError: when the file cannot be read.
+        RecordError: when a complete line is not a valid record.
+    """
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        data = handle.read()
+    lines, tail = complete_lines(data)
+    records: list[Record] = []
+    for number, line in enumerate(lines, start=first_line):
+        try:
+            records.append(decode_record(line))
+        except ValueError as exc:
+            raise RecordError(str(path), number, str(exc)) from None
+    return records, offset + len(data) - len(tail)

@@ -1,0 +1,82 @@
+"""Helpers shared by the whole test suite.
+
+``shared_data(name)`` resolves a file of the shared test data, which lives beside the checkout in
+``../shared/data`` (data/README.md there: read it at test time, never copy it into the project).
+A test that needs such a file fails when it is missing; it never skips.
+
+Test modules import the helper with ``from conftest import shared_data``: pytest puts this folder
+on ``sys.path`` when it loads this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+def shared_data(name: str) -> Path:
+    """The path of ``name`` in ``../shared/data``; FileNotFoundError when it is not there."""
+    path = (SHARED_DATA / name).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: shared test data is missing (expected in ../shared/data beside the checkout)"
+        )
+    return path
+
+
+# Fixtures ------------------------------------------------------------------------------------------
+
+import datetime as dt  # noqa: E402
+import shutil  # noqa: E402
+import sqlite3  # noqa: E402
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def pytest_report_header() -> list[str]:
+    """SQLite's version and whether FTS5 and the trigram tokenizer work (STYLE 17)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
+        fts5 = "FTS5 with trigram: yes"
+    except sqlite3.Error as exc:
+        fts5 = f"FTS5 with trigram: NO ({exc})"
+    finally:
+        conn.close()
+    return [f"sqlite {sqlite3.sqlite_version}; {fts5}"]
+
+
+@pytest.fixture(autouse=True)
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A throwaway home for every test, with BOXMAKER_HOME pointing at it (STYLE 17).
+
+    It lives under a short /tmp path so socket paths stay under the platform's 107 bytes.
+    """
+    root = Path(tempfile.mkdtemp(prefix="bx-", dir="/tmp"))
+    path = root / "home"
+    monkeypatch.setenv("BOXMAKER_HOME", str(path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    yield path
+    shutil.rmtree(root, ignore_errors=True)
+
+
+class Clock:
+    """A settable clock: `now()` returns the time set, in UTC; `advance` moves it."""
+
+    def __init__(self, start: dt.datetime) -> None:
+        self.moment = start
+
+    def now(self) -> dt.datetime:
+        return self.moment
+
+    def advance(self, **delta: float) -> None:
+        self.moment += dt.timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A clock set to 2026-09-24 21:02:07 UTC."""
+    return Clock(dt.datetime(2026, 9, 24, 21, 2, 7, tzinfo=dt.UTC))
