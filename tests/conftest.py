@@ -80,3 +80,38 @@ class Clock:
 def clock() -> Clock:
     """A clock set to 2026-09-24 21:02:07 UTC."""
     return Clock(dt.datetime(2026, 9, 24, 21, 2, 7, tzinfo=dt.UTC))
+
+
+def record(kind: str, time: str = "2026-09-20T14:02:00Z", **fields: object) -> dict[str, object]:
+    """A session-log record as a dict (DESIGN 10.4)."""
+    return {"type": kind, "time": time, **fields}
+
+
+def start(epoch: int = 0, time: str = "2026-09-20T14:00:00Z") -> dict[str, object]:
+    """A `session_start` record."""
+    return record("session_start", time, epoch=epoch, slot=0, baseline="sha256:" + "0" * 64)
+
+
+def write_log(home: Path, session: str, records: list[dict[str, object]], epoch: int = 0) -> Path:
+    """Append records to ``sessions/<session>/<epoch>.jsonl`` (ASCII JSON lines, as loopd writes them)."""
+    import json
+
+    folder = home / "sessions" / session
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{epoch}.jsonl"
+    with path.open("a", encoding="ascii") as handle:
+        for item in records:
+            handle.write(json.dumps(item, ensure_ascii=True) + "\n")
+    return path
+
+
+@pytest.fixture
+def service(home: Path, clock: Clock) -> Iterator[object]:
+    """An opened memoryd service (no sockets) on the throwaway home."""
+    from boxmaker.memoryd.config import load
+    from boxmaker.memoryd.service import Memoryd
+
+    memory = Memoryd(load(None, str(home)), now=clock.now)
+    memory.open()
+    yield memory
+    memory.close()

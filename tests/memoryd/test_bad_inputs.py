@@ -1,0 +1,78 @@
+"""Every case of ../shared/data/bad-inputs-dev.json through memoryd's real edit and recall paths.
+
+DESIGN 10.6: first failing rule wins; its name is the ``refused:<rule>`` code. A refusal leaves every
+file under memory/ exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto import messages
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
+from conftest import shared_data
+
+CASES: list[dict[str, Any]] = json.loads(shared_data("bad-inputs-dev.json").read_text(encoding="utf-8"))[
+    "cases"
+]
+WRITES = [c for c in CASES if c["target"] in ("memory", "user", "note")]
+QUERIES = [c for c in CASES if c["target"] == "query"]
+
+
+def snapshot(home: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(home)): p.read_bytes() for p in (home / "memory").rglob("*") if p.is_file()}
+
+
+def through_the_wire(service: Memoryd, arguments: dict[str, Any], tool: str) -> ToolResponse:
+    """Encode the call as brokerd would (JSON, lone surrogates escaped), decode it, and answer it."""
+    request = ToolRequest(session="chat-bad-inputs", call_id="c1", tool=tool, arguments=arguments)
+    payload = messages.encode(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False))
+    kind, body = messages.decode(payload)
+    reply = service.handle(kind, body)
+    assert isinstance(reply, ToolResponse)
+    return reply
+
+
+def test_the_data_file_has_every_case() -> None:
+    assert len(WRITES) == 112
+    assert len(QUERIES) == 23
+
+
+@pytest.mark.parametrize("case", WRITES, ids=[c["id"] for c in WRITES])
+def test_write_case(case: dict[str, Any], home: Path, service: Memoryd) -> None:
+    if case["target"] == "note":
+        arguments = {"action": "note", "text": case["text"]}
+    else:
+        arguments = {"action": "add", "file": case["target"], "text": case["text"]}
+    before = snapshot(home)
+    reply = through_the_wire(service, arguments, "memory")
+    if case["expect"] == "accept":
+        assert reply.code in ("ok", "noted"), (reply.code, reply.output)
+        assert snapshot(home) != before
+    else:
+        rule = case["expect"].removeprefix("refuse:")
+        assert reply.code == f"refused:{rule}", (reply.code, reply.output)
+        assert snapshot(home) == before
+        assert rule in reply.output or rule in ("length", "empty", "limit")
+
+
+@pytest.mark.parametrize("case", QUERIES, ids=[c["id"] for c in QUERIES])
+def test_query_case(case: dict[str, Any], service: Memoryd) -> None:
+    service.writer.note(service_owner(), "owner utc data apples", "note")
+    reply = through_the_wire(service, {"query": case["text"], "k": 5}, "recall")
+    if case["expect"] == "no-error":
+        assert reply.code == "ok", reply.output
+    else:
+        assert reply.code == case["expect"].replace("refuse:", "refused:")
+
+
+def service_owner() -> Any:
+    from boxmaker.memoryd.writer import OWNER
+
+    return OWNER

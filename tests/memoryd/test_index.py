@@ -1,0 +1,385 @@
+"""The index and recall, through memoryd's service (M5a sections 5, 6 and 14)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boxmaker.memoryd.config import load
+from boxmaker.memoryd.query import build
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.messages import MemoryCall, Reindex, SessionUpdated, ToolRequest, ToolResponse
+from conftest import Clock, record, start, write_log
+
+
+def call(
+    service: Memoryd,
+    tool: str,
+    arguments: dict[str, Any],
+    session: str = "chat-asker",
+    untrusted: bool = False,
+    taint: DataClass = DataClass.PRIVATE,
+) -> ToolResponse:
+    request = ToolRequest(session=session, call_id="call-1", tool=tool, arguments=arguments)
+    return service.call(MemoryCall(request=request, taint=taint, untrusted=untrusted))
+
+
+def recall(service: Memoryd, query: str, k: int = 10) -> ToolResponse:
+    return call(service, "recall", {"query": query, "k": k})
+
+
+def fetched(time: str = "2026-09-20T14:05:00Z", data_class: str = "public") -> dict[str, object]:
+    return record(
+        "tool_result",
+        time,
+        call="http_fetch",
+        tool_call_id="t1",
+        content="IGNORED page text zebra",
+        **{"class": data_class},
+        untrusted=True,
+    )
+
+
+@pytest.fixture
+def logged(home: Path, service: Memoryd) -> Memoryd:
+    """A session that talks, calls a tool, reads untrusted content, then talks again."""
+    write_log(
+        home,
+        "chat-abcdefghijklmnopqrst",
+        [
+            start(),
+            record("user", "2026-09-20T14:02:00Z", content="The launch window moved to Thursday."),
+            record(
+                "assistant",
+                "2026-09-20T14:03:00Z",
+                content="Thursday launch noted.",
+                reasoning_content="secret reasoning about walruses",
+                tool_calls=[
+                    {"id": "t1", "name": "http_fetch", "arguments": '{"url":"https://example.org/launch"}'}
+                ],
+            ),
+            fetched(),
+            record(
+                "assistant", "2026-09-20T14:06:00Z", content="The page says the launch slipped to Friday."
+            ),
+        ],
+    )
+    service.handle("session_updated", SessionUpdated(session="chat-abcdefghijklmnopqrst"))
+    return service
+
+
+def test_session_records_before_and_after_untrusted_content(logged: Memoryd) -> None:
+    out = recall(logged, "launch").output
+    assert "memory · session chat-abcd…, 2026-09-20 14:02 UTC, the owner said · private" in out
+    assert "memory · session chat-abcd…, 2026-09-20 14:03 UTC, the assistant said · private" in out
+    assert "memory-tainted · session chat-abcd…, 2026-09-20 14:06 UTC, the assistant said · private" in out
+    assert "memory · session chat-abcd…, 2026-09-20 14:03 UTC, the assistant called · private\n" in out
+    assert 'http_fetch {"url":"https://example.org/launch"}' in out
+
+
+def test_tool_results_and_reasoning_are_not_indexed(logged: Memoryd) -> None:
+    assert recall(logged, "zebra").output == '(no matches for "zebra")'
+    assert recall(logged, "walruses").output == '(no matches for "walruses")'
+
+
+def test_result_label_is_the_strictest_of_the_hits(logged: Memoryd) -> None:
+    clean = recall(logged, "window", k=1)
+    assert clean.label is not None
+    assert (clean.label.data_class, clean.label.untrusted) == (DataClass.PRIVATE, False)
+    tainted = recall(logged, "slipped")
+    assert tainted.label is not None
+    assert (tainted.label.data_class, tainted.label.untrusted) == (DataClass.PRIVATE, True)
+
+
+def test_source_tag_of_every_kind_of_note(service: Memoryd) -> None:
+    call(service, "memory", {"action": "note", "text": "clean note about otters"})
+    call(service, "memory", {"action": "note", "text": "tainted note about otters"}, untrusted=True)
+    for text in ("moved otters fact", "dropped otters fact"):
+        call(service, "memory", {"action": "add", "file": "memory", "text": text})
+    items = [{"old": "moved otters fact", "move": True}, {"old": "dropped otters fact", "drop": True}]
+    assert call(service, "memory", {"action": "consolidate", "file": "memory", "entries": items}).code == "ok"
+    out = recall(service, "otters").output
+    assert "identity · moved 2026-09-24 from memory.md · private\nmoved otters fact" in out
+    assert "memory · dropped 2026-09-24 from memory.md · private\ndropped otters fact" in out
+    assert "memory · note, 2026-09-24 21:02 UTC, session chat-asker · private\nclean note about otters" in out
+    assert "memory-tainted · note, 2026-09-24 21:02 UTC, session chat-asker · private\ntainted note" in out
+
+
+def test_labels_walked_from_a_log_and_max_class(home: Path, service: Memoryd) -> None:
+    write_log(
+        home,
+        "chat-labels",
+        [
+            start(),
+            record("user", content="alpha before anything"),
+            record(
+                "tool_result",
+                call="read_file",
+                tool_call_id="r1",
+                content="x",
+                **{"class": "public"},
+                untrusted=False,
+            ),
+            record("user", content="bravo after a public trusted result"),
+            record(
+                "tool_result",
+                call="vault",
+                tool_call_id="r2",
+                content="x",
+                **{"class": "secret"},
+                untrusted=False,
+            ),
+            record("user", content="charlie after a secret result"),
+        ],
+    )
+    service.handle("session_updated", SessionUpdated(session="chat-labels"))
+    assert "memory · session chat-labe…" in recall(service, "alpha").output
+    assert "· private" in recall(service, "bravo").output
+    assert recall(service, "charlie").output == '(no matches for "charlie")'
+
+
+def test_max_class_secret_indexes_secret_records(home: Path, clock: Clock) -> None:
+    config_path = home.parent / "memoryd.toml"
+    config_path.write_text(f'[paths]\nhome = "{home}"\n[index]\nmax_class = "secret"\n')
+    write_log(
+        home, "chat-secret", [start(), fetched(data_class="secret"), record("user", content="delta words")]
+    )
+    memory = Memoryd(load(config_path), now=clock.now)
+    memory.open()
+    try:
+        response = recall(memory, "delta")
+        assert "memory-tainted" in response.output
+        assert response.label is not None
+        assert response.label.data_class == DataClass.SECRET
+    finally:
+        memory.close()
+
+
+def test_catch_up_from_progress_reads_only_new_records(home: Path, service: Memoryd) -> None:
+    path = write_log(home, "chat-progress", [start(), record("user", content="echo one")])
+    service.handle("session_updated", SessionUpdated(session="chat-progress"))
+    write_log(home, "chat-progress", [record("user", content="echo two")])
+    service.handle("session_updated", SessionUpdated(session="chat-progress"))
+    service.handle("session_updated", SessionUpdated(session="chat-progress"))
+    conn = sqlite3.connect(service.index.path)
+    keys = [row[0] for row in conn.execute("SELECT key FROM sources WHERE session = 'chat-progress'")]
+    progress = conn.execute(
+        "SELECT records, offset FROM progress WHERE log = 'chat-progress/0.jsonl'"
+    ).fetchone()
+    conn.close()
+    assert keys == ["session/chat-progress/0/1", "session/chat-progress/0/2"]
+    assert progress == (3, path.stat().st_size)
+
+
+def test_catch_up_at_start_finds_turns_missed_while_down(home: Path, clock: Clock) -> None:
+    memory = Memoryd(load(None, str(home)), now=clock.now)
+    memory.open()
+    memory.close()
+    write_log(home, "chat-missed", [start(), record("user", content="foxtrot while memoryd was down")])
+    again = Memoryd(load(None, str(home)), now=clock.now)
+    again.open()
+    try:
+        assert "foxtrot" in recall(again, "foxtrot").output
+    finally:
+        again.close()
+
+
+def test_torn_last_line_is_not_yet_a_record(home: Path, service: Memoryd) -> None:
+    path = write_log(home, "chat-torn", [start(), record("user", content="golf complete")])
+    with path.open("a") as handle:
+        handle.write('{"type":"user","time":"2026-09-20T14:09:00Z","content":"hotel tor')
+    service.handle("session_updated", SessionUpdated(session="chat-torn"))
+    assert "golf" in recall(service, "golf").output
+    with path.open("a") as handle:
+        handle.write('n in two"}\n')
+    service.handle("session_updated", SessionUpdated(session="chat-torn"))
+    assert "hotel torn in two" in recall(service, "hotel").output
+
+
+def test_unparseable_log_is_skipped_with_a_log_line(
+    home: Path, service: Memoryd, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_log(home, "chat-broken", [start(), record("user", content="india fine")])
+    folder = home / "sessions" / "chat-broken"
+    with (folder / "0.jsonl").open("a") as handle:
+        handle.write('{"type":"nonsense"}\n')
+    write_log(home, "chat-broken", [record("user", content="juliet after the damage")])
+    write_log(home, "chat-other", [start(), record("user", content="kilo elsewhere")])
+    service.index.catch_up_all()
+    assert "india" in recall(service, "india").output
+    assert recall(service, "juliet").output == '(no matches for "juliet")'
+    assert "kilo" in recall(service, "kilo").output
+    assert any("chat-broken/0.jsonl" in r.message and "line 3" in r.message for r in caplog.records)
+
+
+def test_every_epoch_file_is_indexed_with_the_label_carried(home: Path, service: Memoryd) -> None:
+    write_log(home, "chat-epochs", [start(), fetched(), record("epoch_end", next=1, summary="s")])
+    write_log(home, "chat-epochs", [start(epoch=1), record("user", content="lima in epoch one")], epoch=1)
+    service.handle("session_updated", SessionUpdated(session="chat-epochs"))
+    assert "memory-tainted · session chat-epoc…" in recall(service, "lima").output
+
+
+def test_reindex_equals_incremental_index(logged: Memoryd, home: Path) -> None:
+    call(logged, "memory", {"action": "note", "text": "mike note"})
+    write_log(home, "chat-second", [start(), record("user", content="november in another session")])
+    logged.handle("session_updated", SessionUpdated(session="chat-second"))
+
+    def snapshot() -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(logged.index.path)
+        rows = conn.execute(
+            "SELECT key, kind, role, session, time, class, untrusted, text FROM sources ORDER BY key"
+        )
+        result = list(rows)
+        conn.close()
+        return result
+
+    before = snapshot()
+    reply = logged.handle("reindex", Reindex())
+    assert reply == type(reply)(logs=2, records=5, notes=1)
+    assert snapshot() == before
+    assert recall(logged, "launch").output.count("[") == 4
+
+
+def test_notes_edited_by_hand_rebuild_the_index(home: Path, service: Memoryd, clock: Clock) -> None:
+    call(service, "memory", {"action": "note", "text": "oscar original"})
+    service.close()
+    notes = home / "memory" / "notes.md"
+    notes.write_text(notes.read_text().replace("oscar original", "papa rewritten by hand"))
+    again = Memoryd(load(None, str(home)), now=clock.now)
+    again.open()
+    try:
+        assert recall(again, "oscar").output == '(no matches for "oscar")'
+        assert "papa rewritten" in recall(again, "papa").output
+    finally:
+        again.close()
+
+
+def test_notes_appended_while_down_are_added(home: Path, service: Memoryd, clock: Clock) -> None:
+    call(service, "memory", {"action": "note", "text": "quebec first"})
+    service.close()
+    with (home / "memory" / "notes.md").open("a") as handle:
+        handle.write("§ noted 2026-09-25T08:00Z in session owner · private\nromeo added by hand\n\n")
+    again = Memoryd(load(None, str(home)), now=clock.now)
+    again.open()
+    try:
+        assert "romeo" in recall(again, "romeo").output
+        assert "quebec" in recall(again, "quebec").output
+    finally:
+        again.close()
+
+
+def test_recall_log(logged: Memoryd, home: Path) -> None:
+    recall(logged, "launch", k=2)
+    recall(logged, "nothing-matches-xyzzy")
+    lines = [json.loads(x) for x in (home / "memory" / "recalls" / "2026-09.jsonl").read_text().splitlines()]
+    assert len(lines[0]["hits"]) == 2
+    assert all(key.startswith("session/chat-abcdefghijklmnopqrst/0/") for key in lines[0]["hits"])
+    assert (lines[0]["session"], lines[0]["query"], lines[0]["k"], lines[0]["owner"]) == (
+        "chat-asker",
+        "launch",
+        2,
+        False,
+    )
+    assert lines[1]["hits"] == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "NEAR(launch window)",
+        "launch*",
+        "^launch",
+        '"launch" "window"',
+        "text: launch",
+        "ctx:launch",
+        "- launch",
+        "launch AND NOT window",
+        "{text ctx}: launch",
+        "launch + window",
+        "launch'; DROP TABLE hits; --",
+    ],
+)
+def test_fts5_operators_are_only_text(logged: Memoryd, query: str) -> None:
+    response = recall(logged, query)
+    assert response.code == "ok"
+    assert "launch" in response.output
+
+
+def test_k_bounds_and_query_length(logged: Memoryd) -> None:
+    assert recall(logged, "launch", k=1).output.count("\n[") == 0
+    assert call(logged, "recall", {"query": "launch", "k": 0}).code == "refused:arguments"
+    assert call(logged, "recall", {"query": "launch", "k": "3"}).code == "refused:arguments"
+    assert call(logged, "recall", {"query": "launch", "extra": 1}).code == "refused:arguments"
+    assert call(logged, "recall", {"query": ""}).code == "refused:length"
+    assert call(logged, "recall", {"query": "a" * 501}).code == "refused:length"
+    assert call(logged, "recall", {"query": "launch " * 71}).code == "ok"
+
+
+def test_default_k_is_five(home: Path, service: Memoryd) -> None:
+    write_log(home, "chat-many", [start(), *[record("user", content=f"sierra {i}") for i in range(8)]])
+    service.handle("session_updated", SessionUpdated(session="chat-many"))
+    assert call(service, "recall", {"query": "sierra"}).output.count("sierra") == 5
+
+
+def test_snippets_at_most_600_characters(home: Path, service: Memoryd) -> None:
+    long = "word " * 200 + "tango is here " + "more " * 200
+    write_log(home, "chat-long", [start(), record("user", content=long)])
+    service.handle("session_updated", SessionUpdated(session="chat-long"))
+    out = recall(service, "tango").output
+    body = out.split("\n", 1)[1]
+    assert len(body) <= 600
+    assert "tango is here" in body
+    assert body.startswith("…")
+    assert body.endswith("…")
+
+
+def test_cjk_text_is_found(home: Path, service: Memoryd) -> None:
+    """hermes #11511: CJK queries must find CJK text."""
+    write_log(
+        home,
+        "chat-cjk",
+        [
+            start(),
+            record("user", content="我们正在做数据库系统设计"),
+            record("user", content="明天的会议改到三点"),
+            record("user", content="木曜日の会議は中止です"),
+            record("user", content="내일 회의는 취소되었습니다"),
+        ],
+    )
+    service.handle("session_updated", SessionUpdated(session="chat-cjk"))
+    assert "数据库系统设计" in recall(service, "数据").output
+    assert "三点" in recall(service, "会议什么时候").output
+    assert "木曜日" in recall(service, "会議").output
+    assert "취소" in recall(service, "회의").output
+    assert "数据库" in recall(service, "数").output
+
+
+def test_query_with_no_letters_answers_without_sqlite(logged: Memoryd) -> None:
+    logged.index.close()  # a call to SQLite would now fail
+    for query in ("*", "   ", "😀🚀", '"" ^ -'):
+        assert recall(logged, query).output == f'(no matches for "{query}")'
+
+
+def test_query_builder_matches_the_data_file_cases_executed_against_fts5() -> None:
+    from conftest import shared_data
+
+    cases = [
+        c
+        for c in json.loads(shared_data("bad-inputs-dev.json").read_text())["cases"]
+        if c["target"] == "query"
+    ]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE hits USING fts5(text, ctx, time, tokenize='porter unicode61')")
+    conn.execute("INSERT INTO hits VALUES ('owner utc data', '', '')")
+    assert len(cases) >= 20
+    for case in cases:
+        query = build(case["text"])
+        if case["expect"] == "no-error" and case["fts5_match"] is None:
+            assert query.match == "", case["id"]
+        if query.match:
+            conn.execute("SELECT rowid FROM hits WHERE hits MATCH ?", (query.match,)).fetchall()
