@@ -10,7 +10,19 @@ on ``sys.path`` when it loads this file.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
@@ -26,14 +38,6 @@ def shared_data(name: str) -> Path:
 
 
 # Fixtures ------------------------------------------------------------------------------------------
-
-import datetime as dt  # noqa: E402
-import shutil  # noqa: E402
-import sqlite3  # noqa: E402
-import tempfile  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-
-import pytest  # noqa: E402
 
 
 def pytest_report_header() -> list[str]:
@@ -94,8 +98,6 @@ def start(epoch: int = 0, time: str = "2026-09-20T14:00:00Z") -> dict[str, objec
 
 def write_log(home: Path, session: str, records: list[dict[str, object]], epoch: int = 0) -> Path:
     """Append records to ``sessions/<session>/<epoch>.jsonl`` (ASCII JSON lines, as loopd writes them)."""
-    import json
-
     folder = home / "sessions" / session
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{epoch}.jsonl"
@@ -115,3 +117,60 @@ def service(home: Path, clock: Clock) -> Iterator[object]:
     memory.open()
     yield memory
     memory.close()
+
+
+def spawn_memoryd(home: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start a real memoryd process on `home`; its stderr goes to ``<home>/../memoryd.log``."""
+    command = [sys.executable, "-m", "boxmaker.memoryd", "serve", *args]
+    if not any(a.startswith("--config") for a in args):
+        command += ["--home", str(home)]
+    with (home.parent / "memoryd.log").open("ab") as log:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+
+def daemon_log(home: Path) -> str:
+    """What the memoryd processes of a test wrote to stderr."""
+    path = home.parent / "memoryd.log"
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def wait_until_answers(process: subprocess.Popen[bytes], socket_path: Path, timeout: float = 30.0) -> None:
+    """Wait for memoryd to answer `status` on its admin socket; fail with its log if it exits."""
+    from boxmaker.proto import wire
+    from boxmaker.proto.errors import PeerError
+    from boxmaker.proto.messages import MemoryAdmin
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            home = socket_path.parents[2]
+            raise AssertionError(f"memoryd exited with {process.returncode}: {daemon_log(home)}")
+        try:
+            wire.call(socket_path, MemoryAdmin(command="status"), timeout=5.0)
+            return
+        except PeerError:
+            time.sleep(0.05)
+    raise AssertionError("memoryd did not answer in time")
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
+    """Signal a process and wait for it; returns its exit status."""
+    if process.poll() is None:
+        process.send_signal(sig)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    return process.returncode
+
+
+@pytest.fixture
+def daemon(home: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real memoryd serving the throwaway home, stopped with SIGTERM afterwards."""
+    process = spawn_memoryd(home)
+    try:
+        wait_until_answers(process, home / "run" / "owner-memory" / "admin.sock")
+        yield process
+    finally:
+        stop(process)

@@ -21,8 +21,19 @@ FILE_MODE = 0o600
 
 
 def ensure_dir(path: Path) -> None:
-    """Create `path` (and parents) with mode 0700 if missing; an existing folder is set to 0700."""
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    """Create `path` and every missing parent with mode 0700; an existing `path` is set to 0700.
+
+    Raises:
+        OSError: when a folder cannot be created or its mode set.
+    """
+    missing = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(folder, DIR_MODE)
     if path.stat().st_mode & 0o777 != DIR_MODE:
         os.chmod(path, DIR_MODE)
 

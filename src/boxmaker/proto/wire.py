@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from boxmaker.proto import frame, messages
+from boxmaker.proto import frame, fsio, messages
 from boxmaker.proto.errors import BoxmakerError, FrameTooLarge, PeerError, ProtocolError
 from boxmaker.proto.messages import Body, Error
 
@@ -64,8 +64,7 @@ def prepare_socket_path(path: Path) -> None:
         SocketInUse: a live process answers on it.
     """
     check_socket_path(path)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    fsio.ensure_dir(path.parent)
     try:
         mode = path.lstat().st_mode
     except FileNotFoundError:
