@@ -1,0 +1,223 @@
+"""bxctl: reindex and each memory command against a fake memoryd socket, then against a real one.
+
+M5a sections 10 and 14; DESIGN 10.5.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from boxmaker.bxctl.cli import cli
+from boxmaker.proto.errors import InvalidBody
+from boxmaker.proto.messages import Body, MemoryAdmin, MemoryAdminReply, Reindex, Reindexed
+from boxmaker.proto.wire import FrameServer
+
+
+class FakeMemoryd:
+    """A real socket server in a thread that records requests and answers from a script."""
+
+    def __init__(self, path: Path) -> None:
+        self.requests: list[Body] = []
+        self.replies: dict[str, Any] = {}
+        self.server = FrameServer(path, self.handle, frozenset({"reindex", "memory_admin"}))
+
+    def handle(self, kind: str, body: Body) -> Body:
+        self.requests.append(body)
+        if isinstance(body, Reindex):
+            return Reindexed(logs=42, records=1208, notes=7)
+        assert isinstance(body, MemoryAdmin)
+        reply = self.replies.get(body.command)
+        if reply is None:
+            raise InvalidBody("memory_admin", f"unknown command {body.command!r}")
+        return MemoryAdminReply(text=reply[0], data=reply[1])
+
+
+@pytest.fixture
+def fake(home: Path) -> Iterator[FakeMemoryd]:
+    server = FakeMemoryd(home / "run" / "owner-memory" / "admin.sock")
+    server.server.start()
+    yield server
+    server.server.stop()
+
+
+def bxctl(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_reindex_prints_the_counts(fake: FakeMemoryd) -> None:
+    result = bxctl("reindex")
+    assert result.exit_code == 0
+    assert result.output == "reindexed: 42 logs, 1,208 records, 7 notes\n"
+    assert fake.requests == [Reindex()]
+
+
+@pytest.mark.parametrize(
+    ("args", "command", "arg", "extra"),
+    [
+        (["memory", "log"], "log", "20", {}),
+        (["memory", "log", "5"], "log", "5", {}),
+        (["memory", "undo"], "undo", "", {}),
+        (["memory", "undo", "2026-09-24-0003"], "undo", "2026-09-24-0003", {}),
+        (["memory", "pending"], "pending", "", {}),
+        (["memory", "accept", "p-2026-09-24-0001"], "accept", "p-2026-09-24-0001", {}),
+        (["memory", "reject", "p-2026-09-24-0001"], "reject", "p-2026-09-24-0001", {}),
+        (["memory", "files"], "files", "", {}),
+        (["memory", "show"], "show", "", {}),
+        (["memory", "search", "launch day", "-k", "3"], "search", "launch day", {"k": 3}),
+        (
+            ["memory", "add", "--file", "user", "Prefers UTC."],
+            "add",
+            "",
+            {"file": "user", "text": "Prefers UTC."},
+        ),
+        (["memory", "note", "seen it"], "note", "seen it", {}),
+    ],
+)
+def test_each_memory_command_sends_its_request(
+    fake: FakeMemoryd, args: list[str], command: str, arg: str, extra: dict[str, Any]
+) -> None:
+    fake.replies[command] = ("the text", {"code": "ok", "rows": [1]})
+    result = bxctl(*args)
+    assert result.exit_code == 0, result.output
+    assert result.output == "the text\n"
+    assert fake.requests == [MemoryAdmin(command=command, arg=arg, args=extra)]
+
+
+def test_json_prints_the_data(fake: FakeMemoryd) -> None:
+    fake.replies["log"] = ("text", [{"id": "2026-09-24-0001", "after": ["\x1b[31mred"]}])
+    result = bxctl("memory", "log", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.output) == [{"id": "2026-09-24-0001", "after": ["\x1b[31mred"]}]
+    assert "\x1b" not in result.output
+
+
+def test_a_refused_command_exits_1_with_its_sentence(fake: FakeMemoryd) -> None:
+    fake.replies["undo"] = ("2026-09-24-0001 is not the latest edit", {"code": "refused:not-latest"})
+    result = bxctl("memory", "undo", "2026-09-24-0001")
+    assert result.exit_code == 1
+    assert "2026-09-24-0001 is not the latest edit" in result.output
+
+
+def test_an_error_reply_exits_1(fake: FakeMemoryd) -> None:
+    result = bxctl("memory", "files")
+    assert result.exit_code == 1
+    assert "unknown command 'files'" in result.output
+
+
+def test_memory_socket_option(home: Path) -> None:
+    other = home / "elsewhere.sock"
+    server = FakeMemoryd(other)
+    server.replies["files"] = ("from elsewhere", {})
+    server.server.start()
+    try:
+        result = bxctl("memory", "files", "--memory-socket", str(other))
+    finally:
+        server.server.stop()
+    assert result.output == "from elsewhere\n"
+
+
+def test_nothing_listening_says_how_to_start(home: Path) -> None:
+    result = bxctl("memory", "log")
+    assert result.exit_code == 1
+    assert "memoryd does not answer at" in result.output
+    assert "bxctl up" in result.output
+
+
+def test_typos_get_usage_errors_not_tracebacks() -> None:
+    result = CliRunner().invoke(cli, ["memory", "lgo"])
+    assert result.exit_code == 2
+    assert "No such command 'lgo'" in result.output
+    result = CliRunner().invoke(cli, ["memory", "log", "zero"])
+    assert result.exit_code == 2
+    result = CliRunner().invoke(cli, ["memory", "add", "text without --file"])
+    assert result.exit_code == 2
+
+
+# Against a real memoryd, started by `bxctl up` ------------------------------------------------------
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "boxmaker.bxctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+        input=stdin,
+        check=False,
+    )
+
+
+def test_up_status_memory_commands_down(home: Path) -> None:
+    first = run("up")
+    try:
+        assert first.returncode == 0, first.stderr
+        assert "memoryd started" in first.stdout
+        assert (home / "config" / "memoryd.toml").exists()
+        again = run("up")
+        assert again.returncode == 0
+        assert "memoryd already running" in again.stdout
+        status = run("status", "--json")
+        assert status.returncode == 0
+        assert json.loads(status.stdout)["roles"][0]["running"] is True
+
+        assert run("memory", "add", "--file", "user", "Prefers answers in UTC.").returncode == 0
+        refused = run("memory", "add", "--file", "user", "Prefers answers in UTC.")
+        assert refused.returncode == 1
+        assert "already holds this exact entry" in refused.stderr
+        assert run("memory", "note", "-", stdin="The staging server moved to rack 4.").returncode == 0
+        evil = run("memory", "note", "x\x1b]8;;https://evil\x07y")
+        assert evil.returncode == 1
+        assert "(control)" in evil.stderr
+
+        files = run("memory", "files")
+        assert "user.md    23 of 1,375 characters, 1 entries" in files.stdout
+        search = run("memory", "search", "staging rack")
+        assert "memory · note" in search.stdout
+        assert "by the owner" in search.stdout or "session owner" in search.stdout
+        search = run("memory", "search", "UTC answers")
+        assert "identity · an entry of user.md" in search.stdout
+        log = json.loads(run("memory", "log", "--json").stdout)
+        assert [line["action"] for line in log] == ["add", "note"]
+        assert all(line["session"] == "owner" for line in log)
+        undo = run("memory", "undo")
+        assert undo.returncode == 0, undo.stderr
+        assert (home / "memory" / "user.md").read_text() == ""
+        assert "(empty)" in run("memory", "show").stdout
+        assert run("reindex").stdout == "reindexed: 0 logs, 0 records, 1 notes\n"
+    finally:
+        down = run("down")
+    assert down.returncode == 0
+    assert "stopped memoryd" in down.stdout
+    assert run("status").returncode == 1
+    assert "memoryd is not running" in run("down").stdout
+
+
+def test_up_never_overwrites_the_owners_config(home: Path) -> None:
+    config = home / "config" / "memoryd.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[paths]\nhome = "{home}"\n[memory]\nreview = true\n')
+    try:
+        assert run("up").returncode == 0
+        assert "review = true" in config.read_text()
+        assert run("memory", "status").returncode == 2
+    finally:
+        run("down")
+
+
+def test_up_reports_a_role_that_cannot_start(home: Path) -> None:
+    config = home / "config" / "memoryd.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[memory]\nbogus = 1\n")
+    result = run("up")
+    assert result.returncode == 1
+    assert "unknown key 'bogus' in [memory]" in result.stderr
