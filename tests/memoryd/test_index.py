@@ -383,3 +383,33 @@ def test_query_builder_matches_the_data_file_cases_executed_against_fts5() -> No
             assert query.match == "", case["id"]
         if query.match:
             conn.execute("SELECT rowid FROM hits WHERE hits MATCH ?", (query.match,)).fetchall()
+
+
+def test_recall_keeps_answering_while_reindex_swaps_files(logged: Memoryd) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+    answers: list[str] = []
+    stop = threading.Event()
+
+    def ask() -> None:
+        while not stop.is_set():
+            try:
+                answers.append(recall(logged, "launch").output)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        counts = [logged.handle("reindex", Reindex()) for _ in range(5)]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert not errors
+    assert len({str(c) for c in counts}) == 1
+    assert len(answers) > 5
+    assert all(a.count("launch") >= 3 for a in answers)

@@ -27,11 +27,20 @@ from pathlib import Path
 
 from boxmaker.memoryd.entries import normalise_newlines
 from boxmaker.memoryd.hits import Hit
-from boxmaker.memoryd.indexdb import Counts, IndexDB, LogShrank, SchemaMismatch, connect, migrate
+from boxmaker.memoryd.indexdb import (
+    Counts,
+    IndexDB,
+    LogShrank,
+    SchemaMismatch,
+    connect,
+    finish_bulk,
+    migrate,
+    start_bulk,
+)
 from boxmaker.memoryd.notes import Note, render
 from boxmaker.memoryd.notes import parse as parse_notes
 from boxmaker.memoryd.query import Query
-from boxmaker.memoryd.search import search
+from boxmaker.memoryd.search import Frequencies, search
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.labels import DataClass
@@ -105,11 +114,13 @@ class Index:
         self.notes = notes
         self.max_class = max_class
         self._lock = threading.RLock()
+        self._rebuilding = threading.Lock()
         self._swap = _ReadWriteLock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._generation = 0
+        self._frequencies = Frequencies()
         self._db: IndexDB | None = None
         self._notes_hash = hashlib.sha256()
         self._notes_bytes = 0
@@ -140,17 +151,25 @@ class Index:
             except sqlite3.DatabaseError as again:
                 raise IndexUnusable(f"cannot create {self.path}: {again}") from None
 
-    def _open_file(self, path: Path) -> IndexDB:
-        conn = connect(path)
+    def _open_file(self, path: Path, bulk: bool = False) -> IndexDB:
+        conn = connect(path, bulk)
         try:
             os.chmod(path, 0o600)
             if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise sqlite3.DatabaseError("quick_check failed")
             migrate(conn)
+            if bulk:
+                start_bulk(conn)
         except BaseException:
             conn.close()
             raise
         return IndexDB(conn, self.sessions, self.max_class)
+
+    def is_empty(self) -> bool:
+        """True for an index that has read no log and no note (new, or just moved aside)."""
+        with self._lock:
+            counts = self.db.counts()
+            return counts.logs == 0 and counts.notes == 0 and self.db.meta("notes_bytes") is None
 
     def close(self) -> None:
         """Close every connection."""
@@ -166,6 +185,7 @@ class Index:
                 conn.close()
             self._readers.clear()
             self._generation += 1
+            self._frequencies = Frequencies()
 
     @property
     def db(self) -> IndexDB:
@@ -190,7 +210,7 @@ class Index:
         """Catch up every session (at start). Returns rows added."""
         with self._lock:
             try:
-                return sum(self.db.catch_up(session) for session in self.db.session_ids())
+                return self.db.catch_up_all()
             except LogShrank as exc:
                 log.warning("%s; rebuilding the index", exc)
                 self._rebuild_locked()
@@ -227,39 +247,42 @@ class Index:
         Returns:
             What the new index holds.
         """
-        fresh, db = self._fresh()
-        try:
-            self._fill(db)
-            with self._lock:
+        with self._rebuilding:
+            fresh, db = self._fresh()
+            try:
                 self._fill(db)
-                counts = db.counts()
+                with self._lock:
+                    self._fill(db)
+                    counts = db.counts()
+                    finish_bulk(db.conn)
+                    db.conn.close()
+                    self._swap_in(fresh)
+                    self._load_notes_state()
+            except BaseException:
                 db.conn.close()
-                self._swap_in(fresh)
-                self._load_notes_state()
-        except BaseException:
-            db.conn.close()
-            raise
+                raise
         log.info("reindexed: %d logs, %d records, %d notes", counts.logs, counts.records, counts.notes)
         return counts
 
     def _rebuild_locked(self) -> None:
-        fresh, db = self._fresh()
-        try:
-            self._fill(db)
-        finally:
-            db.conn.close()
-        self._swap_in(fresh)
-        self._load_notes_state()
+        with self._rebuilding:
+            fresh, db = self._fresh()
+            try:
+                self._fill(db)
+                finish_bulk(db.conn)
+            finally:
+                db.conn.close()
+            self._swap_in(fresh)
+            self._load_notes_state()
 
     def _fresh(self) -> tuple[Path, IndexDB]:
         fresh = self.path.with_name(self.path.name + ".new")
         for suffix in ("", "-wal", "-shm"):
             Path(str(fresh) + suffix).unlink(missing_ok=True)
-        return fresh, self._open_file(fresh)
+        return fresh, self._open_file(fresh, bulk=True)
 
     def _fill(self, db: IndexDB) -> None:
-        for session in db.session_ids():
-            db.catch_up(session)
+        db.catch_up_all()
         if not _sync_notes(db, self.notes):
             raise RuntimeError("notes.md changed while the index was rebuilt from it; run reindex again")
 
@@ -283,6 +306,7 @@ class Index:
             conn: sqlite3.Connection = cached[1]
             return conn
         conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, timeout=60.0)
+        conn.execute("PRAGMA cache_size=-65536")
         with self._readers_lock:
             self._readers.append(conn)
             self._local.conn = (self._generation, conn)
@@ -293,7 +317,7 @@ class Index:
         if not query.match:
             return []
         with self._swap.read():
-            return search(self._reader(), query, k)
+            return search(self._reader(), query, k, self._frequencies)
 
     def counts(self) -> Counts:
         """What the index holds now."""

@@ -26,21 +26,23 @@ CJK runs are stored as overlapping two-character pieces (`query.cjk_bigrams`).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from boxmaker.memoryd.notes import Note
-from boxmaker.memoryd.query import TOKENIZER, cjk_bigrams, time_words
+from boxmaker.memoryd.query import TOKENIZER, cjk_bigrams
+from boxmaker.memoryd.walk import Rows, Walk, time_of, walk_records
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import is_session_id
-from boxmaker.proto.labels import SESSION_START_LABEL, DataClass, Label
-from boxmaker.proto.records import Assistant, ToolResult, ToolSummary, User, decode_record
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.records import Record, decode_record
 
 log = logging.getLogger("boxmaker.memoryd.index")
 
@@ -64,10 +66,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             class TEXT NOT NULL, untrusted INTEGER NOT NULL, tail TEXT NOT NULL)""",
     ),
     ("0004-meta", "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"),
+    # FTS5 keeps 64 MB of new terms in memory before writing a segment: far faster bulk builds.
+    ("0005-hits-hashsize", "INSERT INTO hits(hits, rank) VALUES ('hashsize', 67108864)"),
 )
-
-#: How many indexed texts before a row, in the same session, go into its context column.
-CONTEXT_ROWS = 2
 
 
 class SchemaMismatch(Exception):
@@ -83,38 +84,53 @@ class Counts:
     notes: int
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One indexed row: its source (`sources`) and its searchable text; `shown` is what hits show."""
-
-    key: str
-    kind: str
-    role: str
-    session: str
-    epoch: int | None
-    record: int | None
-    time: str
-    speaker: str
-    origin: str
-    label: Label
-    shown: str
-    text: str
+#: Rows a bulk catch-up writes in one transaction (FTS5 builds much faster in large transactions).
+BATCH_ROWS = 100_000
 
 
 @dataclass(slots=True)
-class _Walk:
-    """The state of walking one log: the label so far and the texts before (for context)."""
+class _Batch:
+    """Rows and progress lines waiting to be written together."""
 
-    label: Label
-    tail: list[str] = field(default_factory=list)
+    rows: Rows = field(default_factory=Rows)
+    progress: list[tuple[str, int, int, str, int, str]] = field(default_factory=list)
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open an index file (WAL, autocommit off; `check_same_thread` off for the reader pool)."""
+def connect(path: Path, bulk: bool = False) -> sqlite3.Connection:
+    """Open an index file (`check_same_thread` off for the reader pool).
+
+    Live files use WAL, so recall reads while a catch-up writes. A file being built from nothing
+    (`bulk`) has no journal and no syncs until `finish_bulk`: a crash leaves a half-built file that
+    the next build deletes, and the build is much faster. Either way the file is disposable.
+    """
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
+    conn.execute("PRAGMA page_size=8192")  # only takes effect on a new file
+    conn.execute("PRAGMA cache_size=-65536")
+    if bulk:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+    else:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+#: FTS5 merges segments less often while a file is built from nothing (faster); live files merge
+#: at the default, so queries see few segments.
+BULK_AUTOMERGE = 16
+LIVE_AUTOMERGE = 4
+
+
+def start_bulk(conn: sqlite3.Connection) -> None:
+    """Settings for building a migrated file from nothing (see `connect`)."""
+    conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (BULK_AUTOMERGE,))
+
+
+def finish_bulk(conn: sqlite3.Connection) -> None:
+    """Back to live settings after a bulk build: default merging, WAL, synced."""
+    conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
 
 
 def migrate(conn: sqlite3.Connection) -> None:
@@ -151,6 +167,9 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
 class IndexDB:
     """Writes one index file. Not thread-safe: the caller serialises writers.
 
+    Rows are gathered per log and written with ``executemany`` in large transactions (a bulk catch-up
+    writes `BATCH_ROWS` rows a transaction), which is what makes building fast.
+
     Args:
         conn: an open connection (see `connect`), already migrated.
         sessions: the sessions folder to read logs from.
@@ -162,13 +181,15 @@ class IndexDB:
         self.sessions = sessions
         self.max_class = max_class
         self._reported: set[tuple[str, int]] = set()
+        self._next = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sources").fetchone()[0])
 
     # Session logs --------------------------------------------------------------------------------
 
     def session_ids(self) -> list[str]:
         """Every session folder with a valid id, sorted."""
         try:
-            names = sorted(p.name for p in self.sessions.iterdir() if p.is_dir())
+            with os.scandir(self.sessions) as entries:
+                names = sorted(entry.name for entry in entries if entry.is_dir())
         except FileNotFoundError:
             return []
         for name in names:
@@ -178,9 +199,8 @@ class IndexDB:
 
     def epochs(self, session: str) -> list[int]:
         """The epoch numbers of a session's logs, in order."""
-        folder = self.sessions / session
         try:
-            found = [p.stem for p in folder.glob("*.jsonl")]
+            found = [name[:-6] for name in os.listdir(self.sessions / session) if name.endswith(".jsonl")]
         except OSError:
             return []
         return sorted(
@@ -193,26 +213,52 @@ class IndexDB:
         Raises:
             LogShrank: a log is shorter than what was indexed (the caller rebuilds).
         """
-        added = 0
-        carry: _Walk | None = None
-        for epoch in self.epochs(session):
-            rows, carry = self._catch_up_log(session, epoch, carry)
-            added += rows
-        return added
+        return self.catch_up_all([session])
 
-    def _catch_up_log(self, session: str, epoch: int, carry: _Walk | None) -> tuple[int, _Walk]:
+    def catch_up_all(self, sessions: Sequence[str] | None = None) -> int:
+        """Catch up `sessions` (default: every session), in large transactions. Returns rows added.
+
+        Raises:
+            LogShrank: see `catch_up`.
+        """
+        names = self.session_ids() if sessions is None else list(sessions)
+        select = "SELECT log, records, offset, class, untrusted, tail FROM progress"
+        if len(names) == 1:  # the logs of session S are named "S/N.jsonl": from "S/" up to "S0"
+            rows = self.conn.execute(f"{select} WHERE log >= ? AND log < ?", (f"{names[0]}/", f"{names[0]}0"))
+        else:
+            rows = self.conn.execute(select)
+        progress = {str(row[0]): tuple(row[1:]) for row in rows}
+        return sum(self._flush(batch) for batch in self._batches(names, progress))
+
+    def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Batch]:
+        """Rows of every session past its progress, in batches of about `BATCH_ROWS` (no SQL)."""
+        batch = _Batch()
+        for session in names:
+            carry: Walk | None = None
+            for epoch in self.epochs(session):
+                carry = self._collect(session, epoch, carry, batch, progress)
+            if len(batch.rows.sources) >= BATCH_ROWS:
+                yield batch
+                batch = _Batch()
+        yield batch
+
+    def _collect(
+        self,
+        session: str,
+        epoch: int,
+        carry: Walk | None,
+        batch: _Batch,
+        progress: dict[str, tuple[Any, ...]],
+    ) -> Walk:
         name = f"{session}/{epoch}.jsonl"
         path = self.sessions / name
-        row = self.conn.execute(
-            "SELECT records, offset, class, untrusted, tail FROM progress WHERE log = ?", (name,)
-        ).fetchone()
+        row = progress.get(name)
         if row is None:
             records, offset = 0, 0
-            walk = carry or _Walk(SESSION_START_LABEL)
-            walk = _Walk(walk.label, list(walk.tail))
+            walk = carry.copy() if carry is not None else Walk()
         else:
-            records, offset = row[0], row[1]
-            walk = _Walk(Label(DataClass(row[2]), bool(row[3])), json.loads(row[4]))
+            records, offset = int(row[0]), int(row[1])
+            walk = Walk(DataClass(row[2]).rank, bool(row[3]), json.loads(row[4]))
         try:
             with path.open("rb") as handle:
                 size = handle.seek(0, 2)
@@ -221,132 +267,71 @@ class IndexDB:
                 handle.seek(offset)
                 data = handle.read()
         except FileNotFoundError:
-            return 0, walk
-        lines, tail = complete_lines(data)
-        added = 0
+            return walk
+        lines, _ = complete_lines(data)
+        decoded: list[Record] = []
         consumed = 0
+        for number, line in enumerate(lines, start=records + 1):
+            try:
+                decoded.append(decode_record(line))
+            except ValueError as exc:
+                self._report(path, number, str(exc))
+                break
+            consumed += len(line) + 1
+        if not decoded and row is not None:
+            return walk
+        walk_records(session, epoch, records, decoded, walk, max_class=self.max_class, rows=batch.rows)
+        batch.progress.append(
+            (
+                name,
+                records + len(decoded),
+                offset + consumed,
+                walk.data_class,
+                int(walk.untrusted),
+                json.dumps(walk.tail),
+            )
+        )
+        return walk
+
+    def _flush(self, batch: _Batch) -> int:
+        sources = batch.rows.sources
+        if not sources and not batch.progress:
+            return 0
+        first = self._next
         with transaction(self.conn):
-            for number, line in enumerate(lines, start=records):
-                try:
-                    record = decode_record(line)
-                except ValueError as exc:
-                    self._report(path, number + 1, str(exc))
-                    break
-                added += self._index_record(session, epoch, number, record, walk)
-                consumed += len(line) + 1
-                records += 1
-            self.conn.execute(
+            self.conn.executemany(
+                "INSERT INTO sources(rowid, key, kind, role, session, epoch, record, time, speaker, origin,"
+                " class, untrusted, text) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(first + i, *source) for i, source in enumerate(sources)],
+            )
+            self.conn.executemany(
+                "INSERT INTO hits(rowid, text, ctx, time) VALUES (?,?,?,?)",
+                [(first + i, *columns) for i, columns in enumerate(batch.rows.searchable)],
+            )
+            self.conn.executemany(
                 "INSERT OR REPLACE INTO progress(log, records, offset, class, untrusted, tail)"
                 " VALUES (?,?,?,?,?,?)",
-                (
-                    name,
-                    records,
-                    offset + consumed,
-                    walk.label.data_class.value,
-                    int(walk.label.untrusted),
-                    json.dumps(walk.tail[-CONTEXT_ROWS:]),
-                ),
+                batch.progress,
             )
-        del tail
-        return added, walk
+        self._next = first + len(sources)
+        return len(sources)
 
     def _report(self, path: Path, line: int, why: str) -> None:
         if (str(path), line) not in self._reported:
             self._reported.add((str(path), line))
             log.warning("skipping the rest of %s from line %d: not a valid record (%s)", path, line, why)
 
-    def _index_record(self, session: str, epoch: int, number: int, record: object, walk: _Walk) -> int:
-        if isinstance(record, ToolResult):
-            walk.label = walk.label.stricter(record.label)
-            return 0
-        base = Row(
-            f"session/{session}/{epoch}/{number}",
-            "turn",
-            "user",
-            session,
-            epoch,
-            number,
-            "",
-            "",
-            "",
-            walk.label,
-            "",
-            "",
-        )
-        if isinstance(record, User):
-            speaker = record.speaker or ""
-            text = f"{speaker}: {record.content}" if speaker else record.content
-            row = replace(base, time=record.time, speaker=speaker, shown=record.content, text=text)
-            return self._add(row, walk, context=True)
-        if isinstance(record, Assistant):
-            added = 0
-            said = replace(base, role="assistant", time=record.time)
-            if record.content and record.content.strip():
-                added += self._add(
-                    replace(said, shown=record.content, text=record.content), walk, context=True
-                )
-            for i, call in enumerate(record.tool_calls):
-                text = f"{call.name} {call.arguments}"
-                called = replace(said, key=f"{base.key}/{i}", role="call", shown=text, text=text)
-                added += self._add(called, walk, context=False)
-            return added
-        if isinstance(record, ToolSummary):
-            row = replace(
-                base,
-                kind="summary",
-                role="summary",
-                time=record.time,
-                speaker=record.call,
-                label=walk.label.stricter(record.label),
-                shown=record.content,
-                text=record.content,
-            )
-            return self._add(row, walk, context=False)
-        return 0
-
-    def _add(self, row: Row, walk: _Walk, context: bool) -> int:
-        if row.label.data_class > self.max_class:
-            return 0
-        self._insert(row, "\n".join(walk.tail[-CONTEXT_ROWS:]))
-        if context:
-            walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], row.text]
-        return 1
-
-    def _insert(self, row: Row, ctx: str) -> None:
-        cursor = self.conn.execute(
-            "INSERT INTO sources(key, kind, role, session, epoch, record, time, speaker, origin, class,"
-            " untrusted, text) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                row.key,
-                row.kind,
-                row.role,
-                row.session,
-                row.epoch,
-                row.record,
-                row.time,
-                row.speaker,
-                row.origin,
-                row.label.data_class.value,
-                int(row.label.untrusted),
-                row.shown,
-            ),
-        )
-        self.conn.execute(
-            "INSERT INTO hits(rowid, text, ctx, time) VALUES (?,?,?,?)",
-            (cursor.lastrowid, cjk_bigrams(row.text), cjk_bigrams(ctx), _time_words(row.time)),
-        )
-
     # Notes -------------------------------------------------------------------------------------------
 
     def add_notes(self, notes: Sequence[Note]) -> int:
         """Index notes (appended to notes.md). Returns how many were indexed (not above max_class)."""
-        added = 0
-        with transaction(self.conn):
-            for note in notes:
-                if note.label.data_class > self.max_class:
-                    continue
-                time = f"{note.time[:16]}:00Z" if note.time else ""
-                row = Row(
+        batch = _Batch()
+        for note in notes:
+            if note.label.data_class > self.max_class:
+                continue
+            time = f"{note.time[:16]}:00Z" if note.time else ""
+            batch.rows.sources.append(
+                (
                     note.key,
                     "note",
                     note.kind,
@@ -356,14 +341,14 @@ class IndexDB:
                     time,
                     "",
                     note.source,
-                    note.label,
-                    note.text,
+                    note.label.data_class.value,
+                    int(note.label.untrusted),
                     note.text,
                 )
-                self._insert(row, "")
-                added += 1
-            noted = self.meta("notes_count")
-            self.set_meta("notes_count", str(int(noted or 0) + len(notes)))
+            )
+            batch.rows.searchable.append((cjk_bigrams(note.text), "", time_of(time)))
+        added = self._flush(batch)
+        self.set_meta("notes_count", str(int(self.meta("notes_count") or 0) + len(notes)))
         return added
 
     def meta(self, key: str) -> str | None:
@@ -385,10 +370,3 @@ class IndexDB:
 
 class LogShrank(Exception):
     """Raised when a session log is shorter than the part already indexed (it was rewritten)."""
-
-
-def _time_words(time: str) -> str:
-    try:
-        return time_words(dt.date.fromisoformat(time[:10]))
-    except ValueError:
-        return ""

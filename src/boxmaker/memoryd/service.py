@@ -94,8 +94,11 @@ class Memoryd:
         created = self.store.ensure()
         self.writer.open()
         self.index.open()
-        self.index.sync_notes()
-        self.index.catch_up_all()
+        if self.index.is_empty():
+            self.index.rebuild()  # a new index is built in bulk, then swapped in
+        else:
+            self.index.sync_notes()
+            self.index.catch_up_all()
         return created
 
     def close(self) -> None:
