@@ -167,7 +167,9 @@ def test_catch_up_from_progress_reads_only_new_records(home: Path, service: Memo
     service.handle("session_updated", SessionUpdated(session="chat-progress"))
     service.handle("session_updated", SessionUpdated(session="chat-progress"))
     conn = sqlite3.connect(service.index.path)
-    keys = [row[0] for row in conn.execute("SELECT key FROM sources WHERE session = 'chat-progress'")]
+    keys = [
+        row[0] for row in conn.execute("SELECT data ->> 0 FROM sources WHERE data ->> 3 = 'chat-progress'")
+    ]
     progress = conn.execute(
         "SELECT records, offset FROM progress WHERE log = 'chat-progress/0.jsonl'"
     ).fetchone()
@@ -231,9 +233,7 @@ def test_reindex_equals_incremental_index(logged: Memoryd, home: Path) -> None:
 
     def snapshot() -> list[tuple[Any, ...]]:
         conn = sqlite3.connect(logged.index.path)
-        rows = conn.execute(
-            "SELECT key, kind, role, session, time, class, untrusted, text FROM sources ORDER BY key"
-        )
+        rows = conn.execute("SELECT data FROM sources ORDER BY data ->> 0")
         result = list(rows)
         conn.close()
         return result

@@ -138,7 +138,7 @@ class Index:
         except OSError as exc:
             raise IndexUnusable(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
         try:
-            self._db = self._open_file(self.path)
+            self._db = self._open_file(self.path, check=True)
         except (sqlite3.DatabaseError, SchemaMismatch) as exc:
             aside = self.path.with_name(f"{self.path.name}.damaged-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}")
             log.error("memory-index-damaged: %s (%s); moved it to %s and rebuilding", self.path, exc, aside)
@@ -151,11 +151,11 @@ class Index:
             except sqlite3.DatabaseError as again:
                 raise IndexUnusable(f"cannot create {self.path}: {again}") from None
 
-    def _open_file(self, path: Path, bulk: bool = False) -> IndexDB:
+    def _open_file(self, path: Path, bulk: bool = False, check: bool = False) -> IndexDB:
         conn = connect(path, bulk)
         try:
             os.chmod(path, 0o600)
-            if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            if check and conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise sqlite3.DatabaseError("quick_check failed")
             migrate(conn)
             if bulk:

@@ -14,7 +14,8 @@ other than by appending, or a log shrank, the caller rebuilds the index from not
 
 Schema (an ordered list of named migrations, STYLE 13)::
 
-    sources(rowid, key, kind, role, session, epoch, record, time, speaker, origin, class, untrusted, text)
+    sources(rowid, kind, data)   data: JSON [key, kind, role, session, epoch, record, time, speaker,
+                                             origin, class, untrusted, text]
     hits USING fts5(text, ctx, time; contentless; porter unicode61)
     progress(log, records, offset, class, untrusted, tail)
     meta(key, value)
@@ -26,15 +27,21 @@ CJK runs are stored as overlapping two-character pieces (`query.cjk_bigrams`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import re
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from queue import Empty, Queue
+from typing import Any, TypeVar
+
+import msgspec
 
 from boxmaker.memoryd.notes import Note
 from boxmaker.memoryd.query import TOKENIZER, cjk_bigrams
@@ -46,14 +53,12 @@ from boxmaker.proto.records import Record, decode_record
 
 log = logging.getLogger("boxmaker.memoryd.index")
 
+T = TypeVar("T")
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "0001-sources",
-        """CREATE TABLE sources(
-            rowid INTEGER PRIMARY KEY, key TEXT NOT NULL, kind TEXT NOT NULL, role TEXT NOT NULL,
-            session TEXT NOT NULL, epoch INTEGER, record INTEGER, time TEXT NOT NULL,
-            speaker TEXT NOT NULL, origin TEXT NOT NULL, class TEXT NOT NULL,
-            untrusted INTEGER NOT NULL, text TEXT NOT NULL)""",
+        "CREATE TABLE sources(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, data TEXT NOT NULL)",
     ),
     (
         "0002-hits",
@@ -84,8 +89,9 @@ class Counts:
     notes: int
 
 
-#: Rows a bulk catch-up writes in one transaction (FTS5 builds much faster in large transactions).
-BATCH_ROWS = 100_000
+#: Rows written in one transaction at most (FTS5 builds faster in large transactions; a bulk build
+#: overlaps reading the next batch with writing this one).
+BATCH_ROWS = 20_000
 
 
 @dataclass(slots=True)
@@ -94,6 +100,25 @@ class _Batch:
 
     rows: Rows = field(default_factory=Rows)
     progress: list[tuple[str, int, int, str, int, str]] = field(default_factory=list)
+
+    def encoded(self) -> _Encoded:
+        """The batch as the JSON arrays `IndexDB._flush` writes (made on the producer's thread)."""
+        return _Encoded(
+            len(self.rows.sources),
+            _json(self.rows.sources),
+            _json(self.rows.searchable),
+            _json(self.progress),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """A batch as JSON: how many rows, then the sources, the searchable columns and the progress."""
+
+    count: int
+    sources: str
+    searchable: str
+    progress: str
 
 
 def connect(path: Path, bulk: bool = False) -> sqlite3.Connection:
@@ -167,8 +192,9 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
 class IndexDB:
     """Writes one index file. Not thread-safe: the caller serialises writers.
 
-    Rows are gathered per log and written with ``executemany`` in large transactions (a bulk catch-up
-    writes `BATCH_ROWS` rows a transaction), which is what makes building fast.
+    Rows are gathered per log and written in transactions of up to `BATCH_ROWS` rows, each table's
+    rows in one statement over a JSON array (``json_each``), so SQLite works without holding Python's
+    lock; a bulk catch-up reads and walks the next logs on a second thread meanwhile (`prefetch`).
 
     Args:
         conn: an open connection (see `connect`), already migrated.
@@ -228,9 +254,10 @@ class IndexDB:
         else:
             rows = self.conn.execute(select)
         progress = {str(row[0]): tuple(row[1:]) for row in rows}
-        return sum(self._flush(batch) for batch in self._batches(names, progress))
+        batches = self._batches(names, progress)
+        return sum(self._flush(batch) for batch in (prefetch(batches) if len(names) > 1 else batches))
 
-    def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Batch]:
+    def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Encoded]:
         """Rows of every session past its progress, in batches of about `BATCH_ROWS` (no SQL)."""
         batch = _Batch()
         for session in names:
@@ -238,9 +265,9 @@ class IndexDB:
             for epoch in self.epochs(session):
                 carry = self._collect(session, epoch, carry, batch, progress)
             if len(batch.rows.sources) >= BATCH_ROWS:
-                yield batch
+                yield batch.encoded()
                 batch = _Batch()
-        yield batch
+        yield batch.encoded()
 
     def _collect(
         self,
@@ -293,28 +320,30 @@ class IndexDB:
         )
         return walk
 
-    def _flush(self, batch: _Batch) -> int:
-        sources = batch.rows.sources
-        if not sources and not batch.progress:
-            return 0
+    def _flush(self, batch: _Encoded) -> int:
+        """Write one batch in one transaction; each table in one statement over a JSON array, during
+        which SQLite does not hold Python's lock (so the producer thread keeps working)."""
         first = self._next
         with transaction(self.conn):
-            self.conn.executemany(
-                "INSERT INTO sources(rowid, key, kind, role, session, epoch, record, time, speaker, origin,"
-                " class, untrusted, text) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(first + i, *source) for i, source in enumerate(sources)],
-            )
-            self.conn.executemany(
-                "INSERT INTO hits(rowid, text, ctx, time) VALUES (?,?,?,?)",
-                [(first + i, *columns) for i, columns in enumerate(batch.rows.searchable)],
-            )
-            self.conn.executemany(
+            if batch.count:
+                self.conn.execute(
+                    "INSERT INTO sources(rowid, kind, data)"
+                    " SELECT key + ?, value ->> 1, value FROM json_each(?)",
+                    (first, batch.sources),
+                )
+                self.conn.execute(
+                    "INSERT INTO hits(rowid, text, ctx, time)"
+                    " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
+                    (first, batch.searchable),
+                )
+            self.conn.execute(
                 "INSERT OR REPLACE INTO progress(log, records, offset, class, untrusted, tail)"
-                " VALUES (?,?,?,?,?,?)",
-                batch.progress,
+                " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
+                " FROM json_each(?)",
+                (batch.progress,),
             )
-        self._next = first + len(sources)
-        return len(sources)
+        self._next = first + batch.count
+        return batch.count
 
     def _report(self, path: Path, line: int, why: str) -> None:
         if (str(path), line) not in self._reported:
@@ -347,7 +376,7 @@ class IndexDB:
                 )
             )
             batch.rows.searchable.append((cjk_bigrams(note.text), "", time_of(time)))
-        added = self._flush(batch)
+        added = self._flush(batch.encoded())
         self.set_meta("notes_count", str(int(self.meta("notes_count") or 0) + len(notes)))
         return added
 
@@ -366,6 +395,53 @@ class IndexDB:
         notes = self.conn.execute("SELECT count(*) FROM sources WHERE kind = 'note'").fetchone()[0]
         total = self.conn.execute("SELECT count(*) FROM sources").fetchone()[0]
         return Counts(int(logs), int(total - notes), int(notes))
+
+
+_ENCODER = msgspec.json.Encoder()
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json(rows: list[Any]) -> str:
+    """Rows as one JSON array; a lone surrogate (possible in a model's text) becomes U+FFFD."""
+    try:
+        return _ENCODER.encode(rows).decode("utf-8")
+    except UnicodeEncodeError:
+        clean = [[_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row] for row in rows]
+        return _ENCODER.encode(clean).decode("utf-8")
+
+
+def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """Yield `items`, produced on a background thread up to `depth` ahead; a producer's error is
+    raised here. Stopping early (an error in the consumer) stops the producer."""
+    queue: Queue[tuple[bool, Any]] = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                queue.put((True, item))
+        except BaseException as exc:
+            queue.put((False, exc))
+            return
+        queue.put((False, None))
+
+    thread = threading.Thread(target=produce, name="index-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            more, value = queue.get()
+            if not more:
+                if isinstance(value, BaseException):
+                    raise value
+                return
+            yield value
+    finally:
+        stop.set()
+        while thread.is_alive():
+            with contextlib.suppress(Empty):
+                queue.get(timeout=0.05)
 
 
 class LogShrank(Exception):

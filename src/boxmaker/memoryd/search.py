@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import msgspec
+
 from boxmaker.memoryd.hits import Hit
 from boxmaker.memoryd.query import Query, render_match
 from boxmaker.proto.labels import DataClass, Label
@@ -37,9 +39,9 @@ BUDGET = 2000
 _BM25 = f"bm25(hits, {', '.join(str(w) for w in WEIGHTS)})"
 _RANKED = f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ? ORDER BY {_BM25} LIMIT ?"
 _COUNT = "SELECT count(*) FROM (SELECT 1 FROM hits WHERE hits MATCH ? LIMIT ?)"
-_SOURCES = (
-    "SELECT rowid, key, kind, role, session, time, speaker, origin, class, untrusted, text "
-    "FROM sources WHERE rowid IN ({})"
+_SOURCES = "SELECT rowid, data FROM sources WHERE rowid IN ({})"
+_DECODER = msgspec.json.Decoder(
+    tuple[str, str, str, str, int | None, int | None, str, str, str, str, int, str]
 )
 
 
@@ -110,20 +112,12 @@ def search(
     if not rowids:
         return []
     rows = conn.execute(_SOURCES.format(",".join("?" * len(rowids))), rowids).fetchall()
-    by_id = {row[0]: row for row in rows}
+    by_id = {row[0]: row[1] for row in rows}
     return [_hit(by_id[rowid]) for rowid in rowids if rowid in by_id]
 
 
-def _hit(row: tuple[object, ...]) -> Hit:
-    _, key, kind, role, session, time, speaker, origin, data_class, untrusted, text = row
+def _hit(data: str) -> Hit:
+    key, kind, role, session, _, _, time, speaker, origin, data_class, untrusted, text = _DECODER.decode(data)
     return Hit(
-        key=str(key),
-        kind=str(kind),
-        role=str(role),
-        session=str(session),
-        time=str(time),
-        speaker=str(speaker),
-        origin=str(origin),
-        label=Label(DataClass(data_class), bool(untrusted)),
-        text=str(text),
+        key, kind, role, session, time, speaker, origin, Label(DataClass(data_class), bool(untrusted)), text
     )
