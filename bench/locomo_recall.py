@@ -27,7 +27,6 @@ import argparse
 import datetime as dt
 import json
 import re
-import statistics
 import sys
 import tempfile
 import time
@@ -36,11 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd.index import Index
-from boxmaker.memoryd.recall import Recaller, RecallResult
-from boxmaker.proto import fsio
-from boxmaker.proto.labels import DataClass
-from boxmaker.proto.records import SessionStart, User, encode_record, format_time
+from benchkit import open_home, percentiles, write_session
+from boxmaker.memoryd.recall import RecallResult
 
 KS = (1, 5, 10)
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
@@ -119,21 +115,14 @@ def write_logs(conv: Conversation, sessions_dir: Path) -> dict[str, str]:
     keys: dict[str, str] = {}
     for n, when, turns in conv.sessions:
         session = f"locomo-s{n}"
-        folder = sessions_dir / session
-        fsio.ensure_dir(folder)
-        lines = [
-            encode_record(
-                SessionStart(time=format_time(when), epoch=0, slot=None, baseline="sha256:" + "0" * 64)
-            )
-        ]
+        rows = []
         for i, turn in enumerate(turns, start=1):
             text = turn.get("text", "")
             if turn.get("blip_caption"):
                 text = f"{text} [image: {turn['blip_caption']}]"
-            stamp = format_time(when + dt.timedelta(seconds=i))
-            lines.append(encode_record(User(time=stamp, content=text, speaker=turn["speaker"])))
+            rows.append((when + dt.timedelta(seconds=i), turn["speaker"], text))
             keys[f"session/{session}/0/{i}"] = turn["dia_id"]
-        (folder / "0.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+        write_session(sessions_dir / session, when, rows)
     return keys
 
 
@@ -142,16 +131,8 @@ def run_conversation(conv: Conversation) -> list[Outcome]:
     with tempfile.TemporaryDirectory(prefix="bx-locomo-") as tmp:
         home = Path(tmp)
         keys = write_logs(conv, home / "sessions")
-        fsio.ensure_dir(home / "memory")
-        index = Index(
-            home / "index" / "memory.sqlite3",
-            home / "sessions",
-            home / "memory" / "notes.md",
-            DataClass.PRIVATE,
-        )
-        index.open()
+        index, recaller = open_home(home)
         index.catch_up_all()
-        recaller = Recaller(index, home / "memory" / "recalls", lambda: dt.datetime.now(dt.UTC))
         outcomes = []
         for question in conv.questions:
             started = time.perf_counter()
@@ -177,9 +158,8 @@ def metrics(outcomes: list[Outcome]) -> dict[str, float | int]:
         next((i for i, d in enumerate(o.ranked[:10], 1) if d in o.question.evidence), 0) for o in outcomes
     ]
     result["mrr"] = _mean([1 / r if r else 0.0 for r in ranks])
-    times = sorted(o.ms for o in outcomes)
-    result["p50_ms"] = round(statistics.median(times), 3) if times else 0.0
-    result["p99_ms"] = round(times[min(len(times) - 1, int(0.99 * len(times)))], 3) if times else 0.0
+    p50, p99 = percentiles([o.ms for o in outcomes])
+    result["p50_ms"], result["p99_ms"] = round(p50, 3), round(p99, 3)
     result["n"] = n
     return result
 

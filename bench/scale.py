@@ -28,21 +28,17 @@ import itertools
 import json
 import random
 import re
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchkit import open_home, percentiles, write_session
 from boxmaker.memoryd.config import load as load_config
-from boxmaker.memoryd.index import Index
-from boxmaker.memoryd.recall import Recaller
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryCall, ToolRequest
-from boxmaker.proto.records import SessionStart, User, encode_record, format_time
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
@@ -101,28 +97,15 @@ def write_sessions(corpus: Corpus, sessions: Path, count: int) -> int:
     start = dt.datetime(2021, 1, 1, tzinfo=dt.UTC)
     while written < count:
         session += 1
-        folder = sessions / f"s{session}"
-        fsio.ensure_dir(folder)
         a, b = corpus.rng.sample(corpus.names, 2)
         day = start + dt.timedelta(days=corpus.rng.randrange(5 * 365))
-        lines = [
-            encode_record(
-                SessionStart(time=format_time(day), epoch=0, slot=None, baseline="sha256:" + "0" * 64)
-            )
-        ]
+        turns = []
         for i in range(min(corpus.rng.randint(10, 40), count - written)):
             speaker, other = (a, b) if i % 2 == 0 else (b, a)
-            moment = format_time(day + dt.timedelta(seconds=30 * i))
-            lines.append(encode_record(User(time=moment, content=corpus.turn(other), speaker=speaker)))
-            written += 1
-        (folder / "0.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+            turns.append((day + dt.timedelta(seconds=30 * i), speaker, corpus.turn(other)))
+        written += len(turns)
+        write_session(sessions / f"s{session}", day, turns)
     return session
-
-
-def percentiles(values: list[float]) -> tuple[float, float]:
-    """p50 and p99 of `values`."""
-    ordered = sorted(values)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
 def measure_size(corpus: Corpus, size: int, queries: list[str]) -> dict[str, Any]:
@@ -130,18 +113,10 @@ def measure_size(corpus: Corpus, size: int, queries: list[str]) -> dict[str, Any
     with tempfile.TemporaryDirectory(prefix="bx-scale-") as tmp:
         home = Path(tmp)
         sessions = write_sessions(corpus, home / "sessions", size)
-        fsio.ensure_dir(home / "memory")
-        index = Index(
-            home / "index" / "memory.sqlite3",
-            home / "sessions",
-            home / "memory" / "notes.md",
-            DataClass.PRIVATE,
-        )
-        index.open()
+        index, recaller = open_home(home)
         started = time.perf_counter()
         index.rebuild()  # what memoryd does at start with an empty index, and `bxctl reindex`
         build_s = time.perf_counter() - started
-        recaller = Recaller(index, home / "memory" / "recalls", lambda: dt.datetime.now(dt.UTC))
         for question in queries[:50]:
             recaller.recall(question, 10, session="bench", bench=True)
         times = []

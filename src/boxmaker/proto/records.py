@@ -62,8 +62,8 @@ class Assistant(_Record, frozen=True, tag="assistant"):
     tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
 
 
-class ToolResult(_Record, frozen=True, tag="tool_result"):
-    """A tool's result with its label; `call` is the tool's name."""
+class _Labelled(_Record, frozen=True):
+    """A tool's output (or a summary of it) with its label; `call` is the tool's name."""
 
     call: str
     tool_call_id: str
@@ -73,8 +73,12 @@ class ToolResult(_Record, frozen=True, tag="tool_result"):
 
     @property
     def label(self) -> Label:
-        """The result's label."""
+        """The output's label."""
         return Label(self.data_class, self.untrusted)
+
+
+class ToolResult(_Labelled, frozen=True, tag="tool_result"):
+    """A tool's result with its label."""
 
 
 class Usage(_Record, frozen=True, tag="usage"):
@@ -92,19 +96,8 @@ class EpochEnd(_Record, frozen=True, tag="epoch_end"):
     summary: str
 
 
-class ToolSummary(_Record, frozen=True, tag="tool_summary"):
+class ToolSummary(_Labelled, frozen=True, tag="tool_summary"):
     """A model-written summary of a tool's output, labelled like the output (M5d 4.3)."""
-
-    call: str
-    tool_call_id: str
-    content: str
-    data_class: DataClass = msgspec.field(name="class")
-    untrusted: bool
-
-    @property
-    def label(self) -> Label:
-        """The summarised output's label."""
-        return Label(self.data_class, self.untrusted)
 
 
 Record: TypeAlias = SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary
