@@ -223,3 +223,38 @@ def test_help_and_typos_never_print_a_traceback() -> None:
     result = run_memoryd("serv")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.usefixtures("daemon")
+def test_a_burst_of_clients_is_queued_not_refused(home: Path) -> None:
+    import threading
+
+    broker = sockets(home)["broker"]
+    request = ToolRequest(session="chat-burst", call_id="c1", tool="recall", arguments={"query": "anything"})
+    results: list[str] = []
+
+    def ask() -> None:
+        try:
+            reply = wire.call(broker, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False))
+            results.append(reply.code if isinstance(reply, ToolResponse) else "bad")
+        except PeerError as exc:
+            results.append(exc.code)
+
+    threads = [threading.Thread(target=ask) for _ in range(60)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == ["ok"] * 60
+
+
+@pytest.mark.usefixtures("daemon")
+def test_a_truncated_frame_is_answered_with_an_error(home: Path) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(10)
+        conn.connect(str(sockets(home)["admin"]))
+        conn.sendall(b"\x00\x00\x00\x64" + b"x" * 10)
+        conn.shutdown(socket.SHUT_WR)
+        reply = messages.decode(frame.recv_frame(conn))[1]
+    assert isinstance(reply, Error)
+    assert reply.code == "frame-truncated"

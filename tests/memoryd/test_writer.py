@@ -30,7 +30,13 @@ class Memory:
         self.store = Store(self.dir, packaged_starter("soul.md"))
         self.store.ensure()
         self.indexed: list[NoteEntry] = []
-        self.writer = Writer(self.store, Journal(self.dir, clock.now), clock.now, review, self.indexed.extend)
+        self.writer = Writer(
+            self.store,
+            Journal(self.dir, clock.now),
+            clock.now,
+            review,
+            lambda notes, _: self.indexed.extend(notes),
+        )
         self.writer.open()
 
     def read(self, name: str) -> str:
@@ -294,3 +300,41 @@ def test_owner_writes_are_not_staged(home: Path, clock: Clock) -> None:
     memory = Memory(home, clock, review=True)
     assert memory.do(OWNER, Add(file="user", text="Owner's own"))[1] == "ok"
     assert memory.journal()[-1]["session"] == "owner"
+
+
+def test_a_damaged_journal_line_is_skipped_and_never_glued_to(memory: Memory) -> None:
+    memory.do(CLEAN, Add(file="memory", text="a"))
+    journal = next((memory.dir / "edits").glob("*.jsonl"))
+    with journal.open("ab") as handle:
+        handle.write(b'{"id":"x"')  # torn: no newline
+    memory.do(CLEAN, Add(file="memory", text="b"))
+    with journal.open("ab") as handle:
+        handle.write(b"garbage line\n")
+    memory.do(CLEAN, Add(file="memory", text="c"))
+    ids = [entry["id"] for entry in memory.writer.journal.entries_newest_first()]
+    assert ids == ["2026-09-24-0003", "2026-09-24-0002", "2026-09-24-0001"]
+    assert (memory.dir / "edits" / (journal.name + ".torn")).read_bytes() == b'{"id":"x"\n'
+    assert memory.writer.undo(None).ok
+
+
+def test_undo_twice_goes_two_edits_back_and_an_undo_can_be_redone(memory: Memory) -> None:
+    memory.do(CLEAN, Add(file="memory", text="m1"))
+    memory.do(CLEAN, Add(file="user", text="u1"))
+    memory.do(CLEAN, Add(file="memory", text="m2"))
+    assert memory.writer.undo(None).edit == "2026-09-24-0004"  # m2 undone
+    assert memory.read("memory.md") == "m1\n"
+    assert memory.writer.undo(None).ok  # u1 undone: the latest edit in effect
+    assert memory.read("user.md") == ""
+    assert memory.writer.undo(None).ok  # m1 undone
+    assert memory.read("memory.md") == ""
+    answer = memory.writer.undo("2026-09-24-0006")  # redo: undo the undo of m1
+    assert answer.ok, answer
+    assert memory.read("memory.md") == "m1\n"
+    assert memory.writer.undo("2026-09-24-0002").code == "refused:not-latest"
+
+
+def test_a_session_named_owner_is_not_the_owner(home: Path, clock: Clock) -> None:
+    memory = Memory(home, clock, review=True)
+    impostor = Caller("owner", "c1", Label(DataClass.PRIVATE, False))
+    assert memory.do(impostor, Add(file="memory", text="sneaky"))[1] == "staged"
+    assert memory.read("memory.md") == ""

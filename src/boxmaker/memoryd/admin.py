@@ -91,19 +91,28 @@ def _log(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 def _journal_text(entry: dict[str, Any]) -> str:
-    who = "the owner" if entry["session"] == "owner" else f"session {entry['session']}"
-    head = f"{entry['id']}  {entry['time']}  {entry['action']} {entry['where']}  by {who}"
+    session = escape_line(str(entry.get("session", "?")))
+    who = "the owner" if session == "owner" else f"session {session}"
+    fields = [escape_line(str(entry.get(k, "?"))) for k in ("id", "time", "action", "where")]
+    head = f"{fields[0]}  {fields[1]}  {fields[2]} {fields[3]}  by {who}"
     if entry.get("untrusted"):
         head += " (untrusted)"
     for key in ("pending", "undoes"):
         if entry.get(key):
             head += f"  {key} {entry[key]}"
-    before, after = entry.get("before", []), entry.get("after", [])
+    before, after = _texts(entry.get("before")), _texts(entry.get("after"))
     lines = [head]
     lines += [f"  - {escape_line(text)}" for text in before if text not in after]
     lines += [f"  + {escape_line(text)}" for text in after if text not in before]
-    lines += [f"  > notes.md: {escape_line(n['header'])}" for n in entry.get("notes", [])]
+    notes = entry.get("notes")
+    for note in notes if isinstance(notes, list) else []:
+        if isinstance(note, dict):
+            lines.append(f"  > notes.md: {escape_line(str(note.get('header', '')))}")
     return "\n".join(lines)
+
+
+def _texts(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 def _count(arg: str, command: str) -> int:

@@ -76,6 +76,21 @@ def _when(time: str) -> str:
     return f"{time[:10]} {time[11:16]} UTC" if len(time) >= 16 else time[:10]
 
 
+def one_line(text: str, limit: int = 80) -> str:
+    """A field shown in a hit's header: on one line (white space collapsed), at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + ELLIPSIS
+
+
+_HEADER_LIKE = re.compile(r"^(\s*)\[(\d+)\]", re.M)
+
+
+def defuse(snippet: str) -> str:
+    """A snippet whose lines cannot pass for a hit's header: a line opening with ``[n]`` gets a
+    backslash before it (``\\[2] identity ...``), so text inside one hit never forges another."""
+    return _HEADER_LIKE.sub(r"\1\\[\2]", snippet)
+
+
 def where(hit: Hit) -> str:
     """What follows the tag: where the hit is from and when."""
     if hit.kind == "note":
@@ -86,9 +101,9 @@ def where(hit: Hit) -> str:
         return f"note, {_when(hit.time)}, session {short_session(hit.session)}"
     place = f"session {short_session(hit.session)}, {_when(hit.time)}"
     if hit.kind == "summary":
-        return f"{place}, a summary of {hit.speaker} output"
+        return f"{place}, a summary of {one_line(hit.speaker)} output"
     if hit.role == "user":
-        return f"{place}, {hit.speaker or 'the owner'} said"
+        return f"{place}, {one_line(hit.speaker) or 'the owner'} said"
     if hit.role == "call":
         return f"{place}, the assistant called"
     return f"{place}, the assistant said"
@@ -132,4 +147,6 @@ def result_label(hits: Sequence[Hit]) -> Label:
 def render(hits: Sequence[Hit], terms: Sequence[str]) -> str:
     """The text the model reads for a non-empty result."""
     lowered = [t.lower() for t in terms]
-    return "\n".join(f"{header(i, hit)}\n{snippet(hit.text, lowered)}" for i, hit in enumerate(hits, start=1))
+    return "\n".join(
+        f"{header(i, hit)}\n{defuse(snippet(hit.text, lowered))}" for i, hit in enumerate(hits, start=1)
+    )

@@ -37,7 +37,7 @@ from boxmaker.memoryd.indexdb import (
     migrate,
     start_bulk,
 )
-from boxmaker.memoryd.notes import Note, render
+from boxmaker.memoryd.notes import Note
 from boxmaker.memoryd.notes import parse as parse_notes
 from boxmaker.memoryd.query import Query
 from boxmaker.memoryd.search import Frequencies, search
@@ -216,10 +216,9 @@ class Index:
                 self._rebuild_locked()
                 return 0
 
-    def add_notes(self, notes: Sequence[Note]) -> None:
-        """Index notes just appended to notes.md (the writer calls this, in append order)."""
+    def add_notes(self, notes: Sequence[Note], data: bytes) -> None:
+        """Index notes just appended to notes.md as `data` (the writer calls this, in append order)."""
         with self._lock:
-            data = "".join(render(note) for note in notes).encode("utf-8")
             self._notes_hash.update(data)
             self._notes_bytes += len(data)
             self.db.add_notes(notes)

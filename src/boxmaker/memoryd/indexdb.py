@@ -47,7 +47,7 @@ from boxmaker.memoryd.notes import Note
 from boxmaker.memoryd.query import TOKENIZER, cjk_bigrams
 from boxmaker.memoryd.walk import Rows, Walk, time_of, walk_records
 from boxmaker.proto.fsio import complete_lines
-from boxmaker.proto.ids import is_session_id
+from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import Record, decode_record
 
@@ -218,10 +218,10 @@ class IndexDB:
                 names = sorted(entry.name for entry in entries if entry.is_dir())
         except FileNotFoundError:
             return []
-        for name in names:
-            if not is_session_id(name):
-                log.warning("ignoring %s: not a session id", self.sessions / name)
-        return [n for n in names if is_session_id(n)]
+        kept = [n for n in names if is_session_id(n) and n != OWNER_SESSION]
+        for name in sorted(set(names) - set(kept)):
+            log.warning("ignoring %s: not a session id of an agent", self.sessions / name)
+        return kept
 
     def epochs(self, session: str) -> list[int]:
         """The epoch numbers of a session's logs, in order."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from boxmaker.proto import fsio
+from boxmaker.proto.errors import InvalidId
 from boxmaker.proto.ids import edit_id, parse_edit_id
 
 log = logging.getLogger("boxmaker.memoryd.journal")
@@ -80,8 +81,13 @@ class Journal:
             torn = fsio.set_aside_torn_tail(path)
             if torn:
                 log.warning("set aside a torn last line of %s into %s.torn", path, path.name)
-        latest = next(self.entries_newest_first(), None)
-        self._last_id = parse_edit_id(latest["id"]) if latest else None
+        self._last_id = None
+        for entry in self.entries_newest_first():
+            try:
+                self._last_id = parse_edit_id(str(entry["id"]))
+            except InvalidId:
+                continue
+            break
 
     def next_id(self, day: dt.date) -> str:
         """Allocate the next edit id of `day` (``YYYY-MM-DD-NNNN``)."""
@@ -99,6 +105,13 @@ class Journal:
         line = {"id": self.next_id(moment.date()), "time": _stamp(moment), **change.entry}
         journal = Append(f"edits/{moment:%Y-%m}.jsonl", encode_line(line) + b"\n")
         steps = [journal, *change.appends]
+        for step in steps:
+            path = self.memory_dir / step.path
+            if path.suffix == ".jsonl" and not fsio.ends_with_newline(path):
+                tail = fsio.set_aside_torn_tail(path)
+                log.warning(
+                    "set aside a line without its newline at the end of %s (%d bytes)", path, len(tail)
+                )
         intent = {
             "appends": [
                 {"path": a.path, "offset": _size(self.memory_dir / a.path), "data": a.data.decode("utf-8")}
@@ -171,12 +184,10 @@ class Journal:
         fsio.atomic_write(path, after.encode("utf-8"))
 
     def entries_newest_first(self) -> Iterator[dict[str, Any]]:
-        """Journal lines, newest first, across every month file (torn tails ignored)."""
+        """Journal lines, newest first, across every month file (a line that is not a journal
+        entry is skipped with a log line; a torn tail is not yet a line)."""
         for path in sorted(self.edits_dir.glob("*.jsonl"), reverse=True):
-            lines, _ = fsio.complete_lines(path.read_bytes())
-            for raw in reversed(lines):
-                if raw.strip():
-                    yield json.loads(raw)
+            yield from reversed(read_jsonl(path, ("id", "where")))
 
     def latest_for(self, where: str) -> dict[str, Any] | None:
         """The newest journal line that changed `where` (e.g. "memory.md"), or None."""
@@ -185,6 +196,31 @@ class Journal:
     def find(self, wanted: str) -> dict[str, Any] | None:
         """The journal line with id `wanted`, or None."""
         return next((e for e in self.entries_newest_first() if e.get("id") == wanted), None)
+
+
+def read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The JSON objects of an append-only file's complete lines that have every `required` key.
+
+    Anything else (not JSON, not an object, a key missing: a hand edit, or a line appended to one
+    left without its newline) is skipped, with one log line naming the file and the line.
+    """
+    try:
+        lines, _ = fsio.complete_lines(path.read_bytes())
+    except FileNotFoundError:
+        return []
+    found = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and all(key in value for key in required):
+            found.append(value)
+        else:
+            log.warning("skipping line %d of %s: not a record of this file", number, path)
+    return found
 
 
 def encode_line(value: dict[str, Any]) -> bytes:

@@ -131,6 +131,8 @@ class Recaller:
                     "text": hit.text,
                 }
             )
-            lines.append(f"{hit_text.header(number, hit)}\n{hit_text.snippet(hit.text, terms)}")
+            lines.append(
+                f"{hit_text.header(number, hit)}\n{hit_text.defuse(hit_text.snippet(hit.text, terms))}"
+            )
         text_out = "\n".join(lines) if lines else sentences.no_matches(text)
         return RecallResult(text_out, result.label, result.hits, data)

@@ -9,22 +9,19 @@ count per day and survive restarts (they are read back from the file).
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
-from boxmaker.proto import fsio
+from boxmaker.memoryd.journal import read_jsonl
+from boxmaker.proto.errors import InvalidId
 from boxmaker.proto.ids import parse_pending_id, pending_id
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every complete event line of pending.jsonl, in order (a missing file has none)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    lines, _ = fsio.complete_lines(data)
-    return [json.loads(line) for line in lines if line.strip()]
+    """Every event of pending.jsonl, in order (a missing file has none; a line that is not an event
+    is skipped with a log line)."""
+    events = read_jsonl(path, ("event", "id"))
+    return [e for e in events if e["event"] != "staged" or isinstance(e.get("arguments"), dict)]
 
 
 def pending(path: Path) -> list[dict[str, Any]]:
@@ -53,7 +50,10 @@ def next_id(path: Path, day: dt.date) -> str:
     last = 0
     for event in read_events(path):
         if event.get("event") == "staged":
-            when, n = parse_pending_id(event["id"])
+            try:
+                when, n = parse_pending_id(str(event["id"]))
+            except InvalidId:
+                continue
             if when == day:
                 last = max(last, n)
     return pending_id(day, last + 1)

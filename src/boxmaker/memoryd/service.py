@@ -27,7 +27,8 @@ from boxmaker.memoryd.recall import Recaller
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable, Store
 from boxmaker.memoryd.writer import Answer, Caller, Writer
-from boxmaker.proto.errors import ProtocolError
+from boxmaker.proto.errors import InvalidBody, ProtocolError
+from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import (
     Body,
@@ -55,6 +56,17 @@ class MemoryUnavailable(ProtocolError):
 
     code = "memory-unavailable"
     runbook = "memory-unavailable"
+
+
+def _not_the_owner(kind: str, session: str) -> None:
+    """The session id "owner" names the owner's own writes in journals and notes; no session of an
+    agent may carry it (DESIGN 10.4).
+
+    Raises:
+        InvalidBody: when `session` is "owner".
+    """
+    if session == OWNER_SESSION:
+        raise InvalidBody(kind, f"the session id {OWNER_SESSION!r} is reserved for the owner's own commands")
 
 
 def utc_now() -> dt.datetime:
@@ -114,9 +126,11 @@ class Memoryd:
         if isinstance(body, MemoryBlock):
             return MemoryBlockReply(self.block().text)
         if isinstance(body, SessionUpdated):
+            _not_the_owner(kind, body.session)
             self.index.catch_up(body.session)
             return Ok()
         if isinstance(body, MemoryCall):
+            _not_the_owner(kind, body.request.session)
             return self.call(body)
         if isinstance(body, Reindex):
             counts = self.index.rebuild()

@@ -42,14 +42,16 @@ _PRIVATE = Label(DataClass.PRIVATE, False)
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who writes: the session (or "owner"), the call id, and the session's label."""
+    """Who writes: the session, the call id, the session's label, and whether it is the owner
+    (set only by the owner's own commands on the admin socket, never from a message body)."""
 
     session: str
     call: str
     label: Label
+    owner: bool = False
 
 
-OWNER = Caller(OWNER_SESSION, "", _PRIVATE)
+OWNER = Caller(OWNER_SESSION, "", _PRIVATE, owner=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +81,7 @@ class Writer:
         journal: the edit journal (commits).
         now: the clock (aware UTC datetimes).
         review: stage identity writes from sessions for the owner instead of applying them.
-        on_notes: called with every note appended (the index adds them).
+        on_notes: called with the notes appended and the exact bytes appended (the index adds them).
     """
 
     def __init__(
@@ -88,7 +90,7 @@ class Writer:
         journal: Journal,
         now: Callable[[], dt.datetime],
         review: bool,
-        on_notes: Callable[[Sequence[NoteEntry]], None],
+        on_notes: Callable[[Sequence[NoteEntry], bytes], None],
     ) -> None:
         self.store = store
         self.journal = journal
@@ -120,7 +122,7 @@ class Writer:
             outcome = decide(spec, current.entries, action)
             if isinstance(outcome, Refusal):
                 return Answer.refused(outcome)
-            if self.review and caller.session != OWNER_SESSION:
+            if self.review and not caller.owner:
                 return self._stage(caller, action, spec)
             edit = self._commit(caller, _action_name(action), current, outcome, {})
         return Answer(sentences.updated(spec.name, text_length(outcome.entries), spec.limit), "ok", edit)
@@ -146,11 +148,11 @@ class Writer:
                         "after": [vetted.text],
                         "notes": [{"header": render_header(entry), "text": entry.text}],
                     },
-                    [Append("notes.md", render(entry).encode("utf-8"))],
+                    [appended := self._notes_append([entry])],
                 )
             )
             self._notes += 1
-            self.on_notes([entry])
+            self.on_notes([entry], appended.data)
         if action == "add":
             return Answer(sentences.SAVED_AS_NOTE, sentences.NOTED, line["id"])
         text = sentences.NOTED_UNTRUSTED if caller.label.untrusted else sentences.NOTED_TRUSTED
@@ -215,7 +217,11 @@ class Writer:
     # Undo ------------------------------------------------------------------------------------
 
     def undo(self, wanted: str | None) -> Answer:
-        """Revert an edit if it is the latest of its file and the file still holds what it left."""
+        """Revert an edit if it is the latest of its file and the file still holds what it left.
+
+        "Latest" skips edits already undone: undoing twice goes two edits back. The newest entry of
+        a file may also be named, an undo included (which redoes what it undid).
+        """
         with self.lock:
             target = self._undo_target(wanted)
             if isinstance(target, Answer):
@@ -239,27 +245,47 @@ class Writer:
 
     def _undo_target(self, wanted: str | None) -> dict[str, Any] | Answer:
         if wanted is None:
-            target = next((e for e in self.journal.entries_newest_first() if e["where"] in BY_NAME), None)
+            target = self._latest_in_effect(None)
             if target is None:
                 return Answer("no edit of memory.md or user.md to undo", "refused:not-found")
-        else:
-            target = self.journal.find(wanted)
-            if target is None:
-                return Answer(f"no edit {wanted} in the journal", "refused:not-found")
-        if target["where"] not in BY_NAME:
+            return target
+        target = self.journal.find(wanted)
+        if target is None:
+            return Answer(f"no edit {wanted} in the journal", "refused:not-found")
+        where = target.get("where")
+        if where not in BY_NAME:
             return Answer(
-                f"{target['id']} changed {target['where']}, which is not undone this way "
+                f"{wanted} changed {where}, which is not undone this way "
                 "(notes.md is append-only; edit it by hand)",
                 "refused:not-undoable",
             )
-        latest = self.journal.latest_for(target["where"])
-        if latest is not None and latest["id"] != target["id"]:
+        if not isinstance(target.get("before"), list) or not isinstance(target.get("after"), list):
+            return Answer(f"the journal line of {wanted} is damaged; nothing was undone", "refused:damaged")
+        newest = self.journal.latest_for(where)
+        in_effect = self._latest_in_effect(where)
+        if wanted not in {(newest or {}).get("id"), (in_effect or {}).get("id")}:
+            latest = (in_effect or newest or {}).get("id", "?")
             return Answer(
-                f"{target['id']} is not the latest edit of {target['where']} ({latest['id']} is); "
-                "undo that one first",
+                f"{wanted} is not the latest edit of {where} ({latest} is); undo that one first",
                 "refused:not-latest",
             )
         return target
+
+    def _latest_in_effect(self, where: str | None) -> dict[str, Any] | None:
+        """The newest edit of `where` (None: of memory.md or user.md) that is not an undo and has
+        not been undone (an undo that was itself undone no longer counts)."""
+        undone: set[str] = set()
+        for entry in self.journal.entries_newest_first():
+            if entry.get("where") not in BY_NAME or (where is not None and entry["where"] != where):
+                continue
+            if entry["id"] in undone:
+                continue
+            if entry.get("action") == "undo":
+                undone.add(str(entry.get("undoes")))
+                continue
+            if isinstance(entry.get("before"), list) and isinstance(entry.get("after"), list):
+                return entry
+        return None
 
     # Commit ----------------------------------------------------------------------------------
 
@@ -291,13 +317,21 @@ class Writer:
         steps = list(appends)
         if departures:
             entry["notes"] = [{"header": render_header(n), "text": n.text} for n in departures]
-            steps.insert(0, Append("notes.md", "".join(render(n) for n in departures).encode("utf-8")))
+            steps.insert(0, self._notes_append(departures))
         rewrite = Rewrite(spec.name, current.raw, file_content(outcome.entries))
         line = self.journal.commit(Change(entry, steps, rewrite))
         if departures:
             self._notes += len(departures)
-            self.on_notes(departures)
+            self.on_notes(departures, steps[0].data)
         return str(line["id"])
+
+    def _notes_append(self, notes: Sequence[NoteEntry]) -> Append:
+        """The bytes that append `notes` to notes.md, starting on a line of their own even when the
+        owner left the file without a final newline (a header must open its line)."""
+        data = "".join(render(n) for n in notes).encode("utf-8")
+        if not fsio.ends_with_newline(self.store.notes_path):
+            data = b"\n" + data
+        return Append("notes.md", data)
 
 
 def decide(spec: FileSpec, entries: Sequence[str], action: MemoryAction) -> Outcome | Refusal:

@@ -97,8 +97,24 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def ends_with_newline(path: Path) -> bool:
+    """True when `path` is missing, empty, or ends with a newline."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return True
+            handle.seek(size - 1)
+            return handle.read(1) == b"\n"
+    except FileNotFoundError:
+        return True
+
+
 def append_line(path: Path, line: bytes, sync: bool = True) -> int:
     """Append one line (a trailing newline is added) with a single write; fsync when `sync`.
+
+    A torn last line left by someone else is set aside first (`set_aside_torn_tail`), so the new
+    line always starts a line of its own.
 
     Returns:
         The file's size before the append, in bytes.
@@ -109,6 +125,8 @@ def append_line(path: Path, line: bytes, sync: bool = True) -> int:
     """
     if b"\n" in line:
         raise ValueError("a JSONL line cannot contain a newline")
+    if not ends_with_newline(path):
+        set_aside_torn_tail(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
     try:
         before = os.fstat(fd).st_size

@@ -16,6 +16,7 @@ import socket
 import socketserver
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,6 +88,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = False
+    request_queue_size = 256  # connections waiting to be accepted (the default 5 refuses bursts)
 
     def __init__(self, path: Path, owner: FrameServer) -> None:
         self.owner = owner
@@ -163,8 +165,9 @@ class FrameServer:
         except FrameTooLarge as exc:
             self._reply(conn, _error(exc))
             return
-        except ProtocolError:
-            return  # the peer went away mid-frame: nobody to answer
+        except ProtocolError as exc:
+            self._reply(conn, _error(exc))  # a frame cut short: say so, if anyone still listens
+            return
         except OSError as exc:
             log.info("connection on %s failed while reading: %s", self.path, exc)
             return
@@ -195,6 +198,28 @@ def _error(exc: ProtocolError) -> Error:
     return Error(code=exc.code, message=exc.message, runbook=exc.runbook)
 
 
+def _connect(path: Path, deadline: float) -> socket.socket:
+    """Connect to `path`, waiting while the server's queue of connections is full.
+
+    Raises:
+        PeerError: code "unreachable" when nothing listens there, or it stays busy until `deadline`.
+    """
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            sock.connect(str(path))
+            return sock
+        except (BlockingIOError, InterruptedError):
+            sock.close()  # the listen queue is full: the server is busy, not gone
+            if time.monotonic() >= deadline:
+                raise PeerError("unreachable", f"{path} stayed busy until the timeout") from None
+            time.sleep(0.005)
+        except OSError as exc:
+            sock.close()
+            raise PeerError("unreachable", f"nothing answers at {path} ({exc.strerror or exc})") from None
+
+
 def call(path: Path, body: Body, timeout: float = 30.0) -> Body:
     """Send one request on the socket at `path` and return the reply body.
 
@@ -207,13 +232,9 @@ def call(path: Path, body: Body, timeout: float = 30.0) -> Body:
         check_socket_path(path)
     except SocketPathError as exc:
         raise PeerError("unreachable", str(exc)) from None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    sock = _connect(path, deadline)
     try:
-        try:
-            sock.connect(str(path))
-        except OSError as exc:
-            raise PeerError("unreachable", f"nothing answers at {path} ({exc.strerror})") from None
         try:
             frame.send_frame(sock, messages.encode(body))
             payload = frame.recv_frame(sock)
