@@ -221,3 +221,63 @@ def test_up_reports_a_role_that_cannot_start(home: Path) -> None:
     result = run("up")
     assert result.returncode == 1
     assert "unknown key 'bogus' in [memory]" in result.stderr
+
+
+def test_configured_admin_socket_is_used_by_every_command(home: Path) -> None:
+    config = home / "config" / "memoryd.toml"
+    config.parent.mkdir(parents=True)
+    admin = home.parent / "a.sock"
+    config.write_text(f'[sockets]\nadmin = "{admin}"\n')
+    try:
+        assert run("up").returncode == 0
+        assert admin.is_socket()
+        assert run("status").returncode == 0
+        assert run("memory", "files").returncode == 0
+    finally:
+        assert "stopped memoryd" in run("down").stdout
+
+
+def test_a_moved_home_keeps_working(home: Path) -> None:
+    try:
+        assert run("up").returncode == 0
+        assert run("memory", "add", "--file", "user", "Moved home fact.").returncode == 0
+    finally:
+        run("down")
+    moved = home.parent / "moved"
+    home.rename(moved)
+    env = {**os.environ, "BOXMAKER_HOME": str(moved)}
+    try:
+        up = subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", "up"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert up.returncode == 0, up.stderr
+        files = subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", "memory", "files"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "user.md    16 of 1,375 characters, 1 entries" in files.stdout
+        assert not home.exists()
+    finally:
+        subprocess.run([sys.executable, "-m", "boxmaker.bxctl", "down"], env=env, timeout=60, check=False)
+
+
+def test_down_never_signals_a_process_that_is_not_memoryd(home: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        (home / "run").mkdir(parents=True)
+        (home / "run" / "memoryd.pid").write_text(f"{sleeper.pid}\n")
+        result = run("down")
+        assert "which is another program" in result.stdout
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -464,3 +464,20 @@ def test_notes_without_a_final_newline_keep_their_labels(home: Path, service: Me
         assert "\n§ noted " in (home / "memory" / "notes.md").read_text()
     finally:
         again.close()
+
+
+def test_session_updated_during_warm_up_is_not_lost(home: Path, clock: Clock) -> None:
+    for n in range(40):
+        write_log(
+            home, f"chat-bulk-{n}", [start(), *[record("user", content=f"bulk words {i}") for i in range(50)]]
+        )
+    memory = Memoryd(load(None, str(home)), now=clock.now)
+    memory.open()  # warms up in the background
+    try:
+        write_log(home, "chat-late", [start(), record("user", content="uniform arrives while warming")])
+        memory.handle("session_updated", SessionUpdated(session="chat-late"))
+        assert memory.index.wait_ready(60)
+        assert "uniform arrives" in recall(memory, "uniform").output
+        assert memory.index.counts().records == 40 * 50 + 1
+    finally:
+        memory.close()

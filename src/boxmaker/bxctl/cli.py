@@ -63,6 +63,9 @@ def up(state: State) -> None:
             click.echo(f"wrote {config}")
         try:
             started = roles.start(state.layout, role)
+        except roles.AlreadyRunning as exc:
+            click.echo(str(exc))
+            continue
         except roles.StartError as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(f"{role.name} started (pid {started.pid}): {started.detail}")

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from boxmaker.bxctl import client
+from boxmaker.bxctl import client, roles
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.messages import Reindex, Reindexed
 
@@ -22,7 +22,8 @@ def memory_socket_option(func: Any) -> Any:
     return click.option(
         "--memory-socket",
         type=click.Path(path_type=Path, dir_okay=False),
-        help="memoryd's admin socket (default: {home}/run/owner-memory/admin.sock).",
+        help="memoryd's admin socket (default: [sockets] admin in {home}/config/memoryd.toml, "
+        "else {home}/run/owner-memory/admin.sock).",
     )(func)
 
 
@@ -32,7 +33,8 @@ def json_option(func: Any) -> Any:
 
 
 def _socket(state: State, path: Path | None) -> Path:
-    return path or state.layout.memory_admin_socket
+    """``--memory-socket``, else ``[sockets] admin`` in {home}/config/memoryd.toml, else the default."""
+    return path or roles.ROLES[0].socket(state.layout)
 
 
 @click.command(name="reindex")

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,10 +29,8 @@ from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 
 MEMORYD_CONFIG = """\
 # memoryd's configuration, written once by `bxctl up`; yours to edit, never overwritten.
-# Every key: docs/configuration.md. Unknown keys are an error.
-
-[paths]
-home = "{home}"
+# Every key: docs/configuration.md. Unknown keys are an error. `bxctl up` starts memoryd with
+# --home set to this home, so the folder can be moved as a whole.
 
 [memory]
 review = false          # true: writes to memory.md and user.md wait for `bxctl memory accept`
@@ -50,8 +49,9 @@ class Role:
     config_template: str
 
     def socket(self, layout: Layout) -> Path:
-        """The owner socket `status` is asked on."""
-        return layout.memory_admin_socket
+        """The owner socket `status` is asked on: ``[sockets] admin`` in the role's config when
+        set there, else the default under the home."""
+        return configured_socket(self.config(layout), "admin") or layout.memory_admin_socket
 
     def config(self, layout: Layout) -> Path:
         """Where `up` keeps the role's config."""
@@ -79,6 +79,18 @@ class RoleStatus:
     detail: str
 
 
+def configured_socket(config: Path, name: str) -> Path | None:
+    """``[sockets] <name>`` of a role's config, resolved against the config's folder; None when the
+    config or the key is absent or unreadable (the role itself reports a broken config)."""
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    sockets = data.get("sockets")
+    value = sockets.get(name) if isinstance(sockets, dict) else None
+    return (config.parent / Path(value).expanduser()).absolute() if isinstance(value, str) and value else None
+
+
 def status(layout: Layout, role: Role) -> RoleStatus:
     """Ask a role over its owner socket whether it runs."""
     try:
@@ -95,16 +107,23 @@ class StartError(Exception):
     """Raised when a role does not come up; the sentence quotes the end of its log."""
 
 
+class AlreadyRunning(Exception):
+    """Raised by `start` when the role started meanwhile by someone else answers for the home."""
+
+    def __init__(self, current: RoleStatus) -> None:
+        super().__init__(f"{current.name} already running (pid {current.pid})")
+        self.current = current
+
+
 def write_config(layout: Layout, role: Role) -> tuple[Path, bool]:
     """Write the role's config if none exists. Returns its path and whether it was written."""
     path = role.config(layout)
     ensure_dir(path.parent)
     if path.exists():
         return path, False
-    text = role.config_template.format(home=str(layout.home).replace("\\", "\\\\").replace('"', '\\"'))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+        handle.write(role.config_template)
     return path, True
 
 
@@ -117,19 +136,30 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
     config, _ = write_config(layout, role)
     ensure_dir(layout.run)
     log_path = role.log_file(layout)
-    command = [sys.executable, "-m", f"boxmaker.{role.name}", "serve", "--config", str(config)]
+    command = [
+        sys.executable,
+        "-m",
+        f"boxmaker.{role.name}",
+        "serve",
+        "--config",
+        str(config),
+        "--home",
+        str(layout.home),
+    ]
     with log_path.open("ab") as log:
         os.chmod(log_path, 0o600)
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
-    role.pid_file(layout).write_text(f"{process.pid}\n", encoding="ascii")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         current = status(layout, role)
-        if current.running:
+        if current.running and current.pid == process.pid:
+            role.pid_file(layout).write_text(f"{process.pid}\n", encoding="ascii")
             return current
         if process.poll() is not None:
+            if current.running:  # another one already serves this home
+                raise AlreadyRunning(current)
             raise StartError(f"{role.name} exited with status {process.returncode}:\n{_tail(log_path)}")
         time.sleep(0.1)
     raise StartError(f"{role.name} did not answer within {timeout:g} s; see {log_path}")
@@ -147,10 +177,13 @@ def stop(layout: Layout, role: Role, timeout: float = 15.0) -> str:
     """Stop a role started by `up` (SIGTERM, then wait). Returns what happened, in a sentence."""
     pid_file = role.pid_file(layout)
     current = status(layout, role)
-    pid = current.pid
+    pid = current.pid  # what the role itself says, when it answers
     if pid is None:
         with contextlib.suppress(OSError, ValueError):
             pid = int(pid_file.read_text(encoding="ascii").strip())
+        if pid is not None and _alive(pid) and not _is_role(pid, role):
+            pid_file.unlink(missing_ok=True)
+            return f"{role.name} is not running (the pid file named pid {pid}, which is another program)"
     if pid is None or not _alive(pid):
         pid_file.unlink(missing_ok=True)
         return f"{role.name} is not running"
@@ -162,6 +195,17 @@ def stop(layout: Layout, role: Role, timeout: float = 15.0) -> str:
         return f"{role.name} (pid {pid}) did not stop within {timeout:g} s; it is still running"
     pid_file.unlink(missing_ok=True)
     return f"stopped {role.name} (pid {pid})"
+
+
+def _is_role(pid: int, role: Role) -> bool:
+    """Whether process `pid` runs `role` (its command line names ``boxmaker.<role>``)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"boxmaker.{role.name}".encode() in command or any(
+        part.endswith(role.name.encode()) for part in command
+    )
 
 
 def _alive(pid: int) -> bool:

@@ -21,6 +21,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 from boxmaker.memoryd.entries import normalise_newlines
 from boxmaker.memoryd.hits import Hit
 from boxmaker.memoryd.indexdb import (
+    Cancelled,
     Counts,
     IndexDB,
     LogShrank,
@@ -124,6 +126,12 @@ class Index:
         self._db: IndexDB | None = None
         self._notes_hash = hashlib.sha256()
         self._notes_bytes = 0
+        self._ready = threading.Event()
+        self._ready.set()
+        self._waiting: set[str] = set()
+        self._waiting_lock = threading.Lock()
+        self._warming: threading.Thread | None = None
+        self._cancel = threading.Event()
 
     # Opening and closing ---------------------------------------------------------------------------
 
@@ -137,6 +145,8 @@ class Index:
             fsio.ensure_dir(self.path.parent)
         except OSError as exc:
             raise IndexUnusable(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
+        for suffix in ("", "-wal", "-shm"):  # a rebuild a crash interrupted
+            Path(f"{self.path}.new{suffix}").unlink(missing_ok=True)
         try:
             self._db = self._open_file(self.path, check=True)
         except (sqlite3.DatabaseError, SchemaMismatch) as exc:
@@ -151,6 +161,43 @@ class Index:
             except sqlite3.DatabaseError as again:
                 raise IndexUnusable(f"cannot create {self.path}: {again}") from None
 
+    def warm_up(self) -> None:
+        """Bring the index up to date on a background thread (at start), so memoryd answers at
+        once: a new index is built in bulk and swapped in, an existing one catches up with notes.md
+        and every session. Until it is done, `session_updated` is queued and `wait_ready` waits."""
+        self._ready.clear()
+        self._warming = threading.Thread(target=self._warm, name="index-warm-up", daemon=True)
+        self._warming.start()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for `warm_up` to finish; True when it has."""
+        return self._ready.wait(timeout)
+
+    def _warm(self) -> None:
+        started = time.monotonic()
+        try:
+            if self.is_empty():
+                self.rebuild()
+            else:
+                self.sync_notes()
+                self.catch_up_all()
+            while True:
+                with self._waiting_lock:
+                    sessions = sorted(self._waiting)
+                    self._waiting.clear()
+                    if not sessions:
+                        self._ready.set()
+                        break
+                with self._lock:
+                    self.db.catch_up_all(sessions)
+        except Cancelled:
+            return
+        except Exception:
+            log.exception("memory-index-damaged: bringing the index up to date failed; run `bxctl reindex`")
+            self._ready.set()
+            return
+        log.info("index ready in %.1f s: %s", time.monotonic() - started, self.counts())
+
     def _open_file(self, path: Path, bulk: bool = False, check: bool = False) -> IndexDB:
         conn = connect(path, bulk)
         try:
@@ -163,7 +210,7 @@ class Index:
         except BaseException:
             conn.close()
             raise
-        return IndexDB(conn, self.sessions, self.max_class)
+        return IndexDB(conn, self.sessions, self.max_class, self._cancel)
 
     def is_empty(self) -> bool:
         """True for an index that has read no log and no note (new, or just moved aside)."""
@@ -172,7 +219,10 @@ class Index:
             return counts.logs == 0 and counts.notes == 0 and self.db.meta("notes_bytes") is None
 
     def close(self) -> None:
-        """Close every connection."""
+        """Stop a warm-up still running, then close every connection."""
+        self._cancel.set()
+        if self._warming is not None:
+            self._warming.join()
         with self._lock, self._swap.write():
             self._close_readers()
             if self._db is not None:
@@ -197,7 +247,12 @@ class Index:
     # Writing ---------------------------------------------------------------------------------------
 
     def catch_up(self, session: str) -> int:
-        """Index what `session` logged since its progress (``session_updated``). Returns rows added."""
+        """Index what `session` logged since its progress (``session_updated``). Returns rows added
+        (0 while `warm_up` runs: the session is queued for it)."""
+        with self._waiting_lock:
+            if not self._ready.is_set():
+                self._waiting.add(session)
+                return 0
         with self._lock:
             try:
                 return self.db.catch_up(session)

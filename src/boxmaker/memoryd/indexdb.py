@@ -200,10 +200,18 @@ class IndexDB:
         conn: an open connection (see `connect`), already migrated.
         sessions: the sessions folder to read logs from.
         max_class: rows above this class are not indexed.
+        cancel: once set, a catch-up in progress stops between batches (`Cancelled`).
     """
 
-    def __init__(self, conn: sqlite3.Connection, sessions: Path, max_class: DataClass) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        sessions: Path,
+        max_class: DataClass,
+        cancel: threading.Event | None = None,
+    ) -> None:
         self.conn = conn
+        self.cancel = cancel or threading.Event()
         self.sessions = sessions
         self.max_class = max_class
         self._reported: set[tuple[str, int]] = set()
@@ -261,6 +269,8 @@ class IndexDB:
         """Rows of every session past its progress, in batches of about `BATCH_ROWS` (no SQL)."""
         batch = _Batch()
         for session in names:
+            if self.cancel.is_set():
+                raise Cancelled
             carry: Walk | None = None
             for epoch in self.epochs(session):
                 carry = self._collect(session, epoch, carry, batch, progress)
@@ -442,6 +452,10 @@ def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
         while thread.is_alive():
             with contextlib.suppress(Empty):
                 queue.get(timeout=0.05)
+
+
+class Cancelled(Exception):
+    """Raised when a catch-up stops because memoryd is stopping."""
 
 
 class LogShrank(Exception):

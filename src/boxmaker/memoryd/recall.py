@@ -28,6 +28,8 @@ from boxmaker.proto import fsio
 from boxmaker.proto.labels import Label
 
 QUERY_LIMIT = 500
+#: How long a recall waits for the index to be ready at start before it says it is not, in seconds.
+READY_WAIT = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,8 @@ class Recaller:
         """The structured layer under recall: validated, built, searched; no rendering, no log."""
         if not 1 <= len(text) <= QUERY_LIMIT:
             return sentences.query_length(len(text))
+        if not self.index.wait_ready(READY_WAIT):
+            return sentences.INDEX_NOT_READY
         query = build(text)
         return self.index.search(query, k), query.terms
 

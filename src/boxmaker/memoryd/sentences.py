@@ -108,6 +108,12 @@ def arguments(why: str) -> Refusal:
     return Refusal("refused:arguments", f"invalid arguments: {why}")
 
 
+INDEX_NOT_READY = Refusal(
+    "refused:unavailable",
+    "recall is unavailable while memoryd builds its index after a start; try again in a minute",
+)
+
+
 def updated(file: str, size: int, limit: int) -> str:
     """An identity edit was applied."""
     return f"{file} updated ({size:,} of {limit:,} characters); the change takes effect in the next session"

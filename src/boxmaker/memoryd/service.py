@@ -95,7 +95,8 @@ class Memoryd:
         self.recaller = Recaller(self.index, layout.memory / "recalls", now)
 
     def open(self) -> list[str]:
-        """Create missing files, complete an interrupted edit, open the index and catch up.
+        """Create missing files, complete an interrupted edit, open the index and start bringing it
+        up to date in the background (`Index.warm_up`).
 
         Returns:
             The names of the files created.
@@ -106,11 +107,7 @@ class Memoryd:
         created = self.store.ensure()
         self.writer.open()
         self.index.open()
-        if self.index.is_empty():
-            self.index.rebuild()  # a new index is built in bulk, then swapped in
-        else:
-            self.index.sync_notes()
-            self.index.catch_up_all()
+        self.index.warm_up()
         return created
 
     def close(self) -> None:
