@@ -481,3 +481,40 @@ def test_session_updated_during_warm_up_is_not_lost(home: Path, clock: Clock) ->
         assert memory.index.counts().records == 40 * 50 + 1
     finally:
         memory.close()
+
+
+def test_a_note_deleted_by_hand_is_not_recalled(home: Path, service: Memoryd) -> None:
+    call(service, "memory", {"action": "note", "text": "quetzal secret-ish fact"})
+    call(service, "memory", {"action": "note", "text": "quetzal keeper"})
+    assert recall(service, "quetzal").output.count("quetzal") == 2
+    notes = home / "memory" / "notes.md"
+    notes.write_text(notes.read_text().split("\n\n", 1)[1])  # the owner deletes the first note
+    out = recall(service, "quetzal").output
+    assert "keeper" in out
+    assert "secret-ish" not in out
+    assert service.index.counts().notes == 1
+    call(service, "memory", {"action": "note", "text": "quetzal third"})
+    out = recall(service, "quetzal").output
+    assert "keeper" in out
+    assert "third" in out
+    assert "secret-ish" not in out
+    keys = [
+        line["hits"]
+        for line in map(json.loads, (home / "memory" / "recalls" / "2026-09.jsonl").read_text().splitlines())
+    ]
+    assert sorted(keys[-1]) == ["note/0/2026-09-24T21:02Z", "note/1/2026-09-24T21:02Z"]
+
+
+def test_nul_and_huge_records_are_indexed_safely(home: Path, service: Memoryd) -> None:
+    write_log(
+        home,
+        "chat-odd",
+        [
+            start(),
+            record("user", content="serval before nul \x00 after ocicat"),
+            record("user", content="yak " * 60_000),
+        ],
+    )
+    service.handle("session_updated", SessionUpdated(session="chat-odd"))
+    assert "ocicat" in recall(service, "ocicat").output
+    assert "yak" in recall(service, "yak").output

@@ -126,6 +126,7 @@ class Index:
         self._db: IndexDB | None = None
         self._notes_hash = hashlib.sha256()
         self._notes_bytes = 0
+        self._notes_stat: tuple[int, int] | None = None
         self._ready = threading.Event()
         self._ready.set()
         self._waiting: set[str] = set()
@@ -274,26 +275,35 @@ class Index:
     def add_notes(self, notes: Sequence[Note], data: bytes) -> None:
         """Index notes just appended to notes.md as `data` (the writer calls this, in append order)."""
         with self._lock:
+            if _stat(self.notes) == self._notes_stat:
+                return  # a recall's `refresh_notes` saw this append first and indexed it
             self._notes_hash.update(data)
             self._notes_bytes += len(data)
             self.db.add_notes(notes)
             self.db.set_meta("notes_sha256", self._notes_hash.hexdigest())
             self.db.set_meta("notes_bytes", str(self._notes_bytes))
+            self._notes_stat = _stat(self.notes)
 
     def sync_notes(self) -> None:
-        """Bring the index's notes in line with notes.md (at start): notes appended since the index
-        last saw the file are added; any other change (a hand edit) rebuilds the index."""
+        """Bring the index's notes in line with notes.md: notes appended since the index last saw
+        the file are added; after any other change (a hand edit) every note is indexed again."""
         with self._lock:
             if not _sync_notes(self.db, self.notes):
-                log.info("notes.md changed other than by appending; rebuilding the index")
-                self._rebuild_locked()
+                log.info("notes.md was edited by hand; indexing its notes again")
             self._load_notes_state()
+
+    def refresh_notes(self) -> None:
+        """`sync_notes` when notes.md changed since memoryd last wrote or read it (recall calls this,
+        so a note the owner deleted by hand is not recalled)."""
+        if _stat(self.notes) != self._notes_stat:
+            self.sync_notes()
 
     def _load_notes_state(self) -> None:
         data = _read(self.notes)
         known = int(self.db.meta("notes_bytes") or 0)
         self._notes_hash = hashlib.sha256(data[:known])
         self._notes_bytes = known
+        self._notes_stat = _stat(self.notes)
 
     def rebuild(self) -> Counts:
         """Build a new index file from nothing while recall keeps answering, then swap it in.
@@ -337,8 +347,7 @@ class Index:
 
     def _fill(self, db: IndexDB) -> None:
         db.catch_up_all()
-        if not _sync_notes(db, self.notes):
-            raise RuntimeError("notes.md changed while the index was rebuilt from it; run reindex again")
+        _sync_notes(db, self.notes)
 
     def _swap_in(self, fresh: Path) -> None:
         with self._swap.write():
@@ -386,20 +395,32 @@ def _read(path: Path) -> bytes:
         return b""
 
 
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
 def _sync_notes(db: IndexDB, notes_path: Path) -> bool:
-    """Add notes appended to notes.md since `db` last saw it. False when the file changed otherwise."""
+    """Bring `db`'s notes in line with notes.md. Returns True when notes.md had only grown by
+    appending since `db` last saw it (the new notes were added), False when it had changed
+    otherwise (every note was indexed again)."""
     data = _read(notes_path)
     known = int(db.meta("notes_bytes") or 0)
     digest = hashlib.sha256(data[:known])
-    if known > len(data) or digest.hexdigest() != (db.meta("notes_sha256") or hashlib.sha256().hexdigest()):
-        return False
     notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
     count = int(db.meta("notes_count") or 0)
-    if len(notes) < count:
-        return False
-    if len(notes) > count:
+    appended = (
+        known <= len(data)
+        and digest.hexdigest() == (db.meta("notes_sha256") or hashlib.sha256().hexdigest())
+        and len(notes) >= count
+    )
+    if appended:
         db.add_notes(notes[count:])
-    digest.update(data[known:])
-    db.set_meta("notes_sha256", digest.hexdigest())
+    else:
+        db.replace_notes(notes)
+    db.set_meta("notes_sha256", hashlib.sha256(data).hexdigest())
     db.set_meta("notes_bytes", str(len(data)))
-    return True
+    return appended

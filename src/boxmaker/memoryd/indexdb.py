@@ -44,8 +44,8 @@ from typing import Any, TypeVar
 import msgspec
 
 from boxmaker.memoryd.notes import Note
-from boxmaker.memoryd.query import TOKENIZER, cjk_bigrams
-from boxmaker.memoryd.walk import Rows, Walk, time_of, walk_records
+from boxmaker.memoryd.query import TOKENIZER
+from boxmaker.memoryd.walk import Rows, Walk, searchable_text, time_of, walk_records
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.labels import DataClass
@@ -385,10 +385,28 @@ class IndexDB:
                     note.text,
                 )
             )
-            batch.rows.searchable.append((cjk_bigrams(note.text), "", time_of(time)))
+            batch.rows.searchable.append((searchable_text(note.text), "", time_of(time)))
         added = self._flush(batch.encoded())
         self.set_meta("notes_count", str(int(self.meta("notes_count") or 0) + len(notes)))
         return added
+
+    def replace_notes(self, notes: Sequence[Note]) -> int:
+        """Take every note out of the index and index `notes` instead (notes.md edited by hand).
+
+        The table is contentless, so each row is deleted with the values it was indexed with,
+        made again from the text kept in `sources`.
+        """
+        rows = self.conn.execute("SELECT rowid, data FROM sources WHERE kind = 'note'").fetchall()
+        with transaction(self.conn):
+            for rowid, data in rows:
+                source = json.loads(data)
+                self.conn.execute(
+                    "INSERT INTO hits(hits, rowid, text, ctx, time) VALUES ('delete', ?, ?, '', ?)",
+                    (rowid, searchable_text(source[11]), time_of(source[6])),
+                )
+            self.conn.execute("DELETE FROM sources WHERE kind = 'note'")
+            self.set_meta("notes_count", "0")
+        return self.add_notes(notes)
 
     def meta(self, key: str) -> str | None:
         """A value of the meta table, or None."""

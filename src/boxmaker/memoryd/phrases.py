@@ -10,7 +10,7 @@ with its common variants (word order, "all", formal and informal verb forms).
 The fold. Text is matched after ``fold``: NFKD (which includes NFKC's compatibility folding:
 mathematical, circled and full-width letters), combining marks removed, NFC again (so Hangul jamo
 recompose into syllables), then, for the Latin-script patterns only, a small confusable map
-(Cyrillic and Greek look-alikes of Latin letters, upper and lower case, applied before casefold
+(Cyrillic, Greek and Armenian look-alikes of Latin letters, and the dotless i, applied before casefold
 so that a capital Greek Nu still reads as N), casefold, and white space and other punctuation
 collapsed into single spaces. Sentence punctuation (``. ! ? ;`` and the ideographic full stop)
 stays, as a token of its own, and keywords never pair across it: "Ignore the above error in CI;
@@ -70,10 +70,11 @@ MARK_RANGES: Final[tuple[tuple[int, int], ...]] = tuple(ranges_of(_mark_code_poi
 _MARK_RUNS: Final = re.compile(one_of(MARK_RANGES) + "+")
 _BMP_MARK_RUNS: Final = re.compile(bmp_class(MARK_RANGES) + "+")
 _STOPS: Final = re.compile(r"[.!?;\u3002]+")
-# Runs of anything but word characters and sentence punctuation, except a lone space that
-# already separates two tokens (most of them: left alone, they cost no replacement).
-_BREAKS: Final = re.compile(r"(?! [\w.!?;\u3002])[^\w.!?;\u3002]+")
-_GREEK_OR_CYRILLIC: Final = re.compile(r"[\u0370-\u052f]")
+# Runs of anything but letters, digits and sentence punctuation (so "_" and markdown's "*" break
+# words too), except a lone space that already separates two tokens (most of them: left alone,
+# they cost no replacement).
+_BREAKS: Final = re.compile(r"(?! (?!_)[\w.!?;\u3002])(?:_|[^\w.!?;\u3002])+")
+_LOOKALIKE_SCRIPTS: Final = re.compile(r"[\u0131\u0370-\u058f]")
 _CYRILLIC: Final = re.compile(r"[\u0400-\u052f]")
 _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff]")
 
@@ -84,9 +85,11 @@ _LOOKALIKES: Final = {
     # Greek capital and small letters that look like Latin ones.
     **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "ABEZHIKMNOPTYX", strict=True)),
     **dict(zip("αγικνορτυχ", "ayikvoptux", strict=True)),
+    # Armenian small letters that look like Latin ones, and the Latin dotless i.
+    **dict(zip("օսցհոı", "oughni", strict=True)),
 }
 # A sequence indexed by code point (faster in str.translate than a dict); beyond it, unchanged.
-_CONFUSABLES: Final = tuple(_LOOKALIKES.get(chr(cp), chr(cp)) for cp in range(0x0530))
+_CONFUSABLES: Final = tuple(_LOOKALIKES.get(chr(cp), chr(cp)) for cp in range(0x0590))
 
 
 def _without_marks(text: str) -> str:
@@ -99,7 +102,7 @@ def _without_marks(text: str) -> str:
 
 
 def _with_confusables(text: str) -> str:
-    if _GREEK_OR_CYRILLIC.search(text) is None:
+    if _LOOKALIKE_SCRIPTS.search(text) is None:
         return text
     return text.translate(_CONFUSABLES)
 

@@ -66,6 +66,7 @@ class Recaller:
             return sentences.query_length(len(text))
         if not self.index.wait_ready(READY_WAIT):
             return sentences.INDEX_NOT_READY
+        self.index.refresh_notes()
         query = build(text)
         return self.index.search(query, k), query.terms
 

@@ -26,6 +26,10 @@ from boxmaker.proto.records import Assistant, Record, ToolResult, ToolSummary, U
 
 #: How many indexed texts before a row, in the same session, go into its context column.
 CONTEXT_ROWS = 2
+#: At most this many characters of a record are indexed and kept for snippets (a log line can be huge).
+TEXT_LIMIT = 100_000
+#: At most this many characters of each text before a row go into its context.
+CONTEXT_LIMIT = 2_000
 
 #: (key, kind, role, session, epoch, record, time, speaker, origin, class, untrusted, shown text)
 Source: TypeAlias = tuple[str, str, str, str, int | None, int | None, str, str, str, str, int, str]
@@ -180,8 +184,23 @@ def walk_records(
                 )
 
 
+def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Text as the FTS5 table indexes it: at most `limit` characters, NUL (which would end the text
+    for FTS5) as a space, CJK runs in two-character pieces."""
+    if len(text) > limit:
+        text = text[:limit]
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    return cjk_bigrams(text)
+
+
 def _add(rows: Rows, walk: Walk, source: Source, text: str, context: bool) -> None:
+    if len(source[11]) > TEXT_LIMIT:
+        source = (*source[:11], source[11][:TEXT_LIMIT])
     rows.sources.append(source)
-    rows.searchable.append((cjk_bigrams(text), cjk_bigrams("\n".join(walk.tail)), time_of(source[6])))
+    ctx = "\n".join(walk.tail)
+    rows.searchable.append(
+        (searchable_text(text), searchable_text(ctx, 2 * CONTEXT_LIMIT), time_of(source[6]))
+    )
     if context:
-        walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], text]
+        walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], text[:CONTEXT_LIMIT]]

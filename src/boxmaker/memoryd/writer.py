@@ -19,6 +19,7 @@ import datetime as dt
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -99,12 +100,24 @@ class Writer:
         self.on_notes = on_notes
         self.lock = threading.Lock()
         self._notes = 0
+        self._notes_seen: tuple[int, int] | None = None
 
     def open(self) -> None:
         """Complete an interrupted commit, then count the notes."""
         with self.lock:
             self.journal.open()
-            self._notes = len(parse_notes(self.store.read_notes()))
+            self._count_notes()
+
+    def _count_notes(self) -> None:
+        """How many notes notes.md holds (their positions continue from there)."""
+        self._notes = len(parse_notes(self.store.read_notes()))
+        self._notes_seen = _stat(self.store.notes_path)
+
+    def _next_position(self) -> int:
+        """The position of the next note; counted again when someone else changed notes.md."""
+        if _stat(self.store.notes_path) != self._notes_seen:
+            self._count_notes()
+        return self._notes
 
     # The memory tool -------------------------------------------------------------------------
 
@@ -135,7 +148,13 @@ class Writer:
             return Answer.refused(vetted)
         with self.lock:
             entry = NoteEntry(
-                "noted", header_time(self.now()), caller.session, "", caller.label, vetted.text, self._notes
+                "noted",
+                header_time(self.now()),
+                caller.session,
+                "",
+                caller.label,
+                vetted.text,
+                self._next_position(),
             )
             line = self.journal.commit(
                 Change(
@@ -152,6 +171,7 @@ class Writer:
                 )
             )
             self._notes += 1
+            self._notes_seen = _stat(self.store.notes_path)
             self.on_notes([entry], appended.data)
         if action == "add":
             return Answer(sentences.SAVED_AS_NOTE, sentences.NOTED, line["id"])
@@ -301,8 +321,9 @@ class Writer:
     ) -> str:
         spec = current.spec
         moment = header_time(self.now())
+        first = self._next_position() if outcome.departures else self._notes
         departures = [
-            NoteEntry(kind, moment, caller.session, spec.name, _PRIVATE, text, self._notes + i)
+            NoteEntry(kind, moment, caller.session, spec.name, _PRIVATE, text, first + i)
             for i, (kind, text) in enumerate(outcome.departures)
         ]
         entry = {
@@ -322,6 +343,7 @@ class Writer:
         line = self.journal.commit(Change(entry, steps, rewrite))
         if departures:
             self._notes += len(departures)
+            self._notes_seen = _stat(self.store.notes_path)
             self.on_notes(departures, steps[0].data)
         return str(line["id"])
 
@@ -360,6 +382,14 @@ def _not_pending(pid: str, state: str) -> str:
     if state == "unknown":
         return f"no staged write {pid}; see bxctl memory pending"
     return f"{pid} was already {state}"
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_size, info.st_mtime_ns
 
 
 def _stamp(moment: dt.datetime) -> str:
