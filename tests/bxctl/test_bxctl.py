@@ -281,3 +281,28 @@ def test_down_never_signals_a_process_that_is_not_memoryd(home: Path) -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_owner_text_that_is_not_utf8_is_refused_by_name(fake: FakeMemoryd) -> None:
+    fake.replies["note"] = ("noted", {"code": "noted"})
+    result = CliRunner().invoke(cli, ["memory", "note", "-"], input=b"caf\xe9 latin1")
+    assert result.exit_code == 2
+    assert "standard input is not UTF-8 (byte 3)" in result.output
+    result = CliRunner().invoke(cli, ["memory", "note", "caf\udce9"])
+    assert result.exit_code == 2
+    assert "not UTF-8" in result.output
+    assert fake.requests == []
+
+
+def test_owner_text_with_bom_and_crlf_reads_as_plain_text(fake: FakeMemoryd) -> None:
+    fake.replies["note"] = ("noted", {"code": "noted"})
+    result = CliRunner().invoke(cli, ["memory", "note", "-"], input="\ufeffline one\r\nline two\r\n".encode())
+    assert result.exit_code == 0
+    assert fake.requests == [MemoryAdmin(command="note", arg="line one\nline two\n")]
+
+
+def test_refusals_print_their_code(fake: FakeMemoryd) -> None:
+    fake.replies["add"] = ("memory.md would be 2,350 of 2,200 characters", {"code": "refused:limit"})
+    result = bxctl("memory", "add", "--file", "memory", "x")
+    assert result.exit_code == 1
+    assert "refused:limit: memory.md would be 2,350 of 2,200 characters" in result.output

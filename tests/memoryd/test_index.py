@@ -518,3 +518,65 @@ def test_nul_and_huge_records_are_indexed_safely(home: Path, service: Memoryd) -
     service.handle("session_updated", SessionUpdated(session="chat-odd"))
     assert "ocicat" in recall(service, "ocicat").output
     assert "yak" in recall(service, "yak").output
+
+
+def test_notes_written_during_reindex_and_recall_are_each_indexed_once(service: Memoryd) -> None:
+    import threading
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def keep(target: Any) -> None:
+        try:
+            while not stop.is_set():
+                target()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    workers = [
+        threading.Thread(target=keep, args=(lambda: service.handle("reindex", Reindex()),)),
+        threading.Thread(target=keep, args=(lambda: recall(service, "walrus"),)),
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        for n in range(60):
+            assert call(service, "memory", {"action": "note", "text": f"walrus note {n}"}).code == "noted"
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+    assert not errors
+    assert service.index.counts().notes == 60
+    found = recall(service, "walrus", k=10)
+    assert found.output.count("walrus note") == 10
+    conn = sqlite3.connect(service.index.path)
+    keys = [row[0] for row in conn.execute("SELECT data ->> 0 FROM sources WHERE kind = 'note'")]
+    conn.close()
+    assert sorted(int(k.split("/")[1]) for k in keys) == list(range(60))
+
+
+def test_a_summary_of_untrusted_output_taints_what_follows(home: Path, service: Memoryd) -> None:
+    summary = record(
+        "tool_summary",
+        call="http_fetch",
+        tool_call_id="t1",
+        content="okapi page summary",
+        **{"class": "public"},
+        untrusted=True,
+    )
+    write_log(home, "chat-summary", [start(), summary, record("assistant", content="I will remember okapi")])
+    service.handle("session_updated", SessionUpdated(session="chat-summary"))
+    out = recall(service, "okapi").output
+    assert "a summary of http_fetch output" in out
+    assert out.count("memory-tainted") == 2
+
+
+def test_unknown_admin_arguments_are_refused(service: Memoryd) -> None:
+    from boxmaker.proto.errors import InvalidBody
+    from boxmaker.proto.messages import MemoryAdmin
+
+    with pytest.raises(InvalidBody, match="search takes no argument 'limit'"):
+        service.handle("memory_admin", MemoryAdmin(command="search", arg="x", args={"limit": 3}))
+    with pytest.raises(InvalidBody, match="log takes a count"):
+        service.handle("memory_admin", MemoryAdmin(command="log", arg="\u0665"))

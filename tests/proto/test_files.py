@@ -213,3 +213,8 @@ def test_complete_lines(lines: list[bytes], tail: bytes) -> None:
     found, torn = fsio.complete_lines(data)
     assert found == lines
     assert torn == tail.replace(b"\n", b"")
+
+
+def test_a_time_of_the_right_form_must_still_be_a_real_time() -> None:
+    with pytest.raises(ValueError, match="not a real date and time"):
+        records.decode_record(b'{"type":"user","time":"2026-13-45T99:99:99Z","content":"x"}')

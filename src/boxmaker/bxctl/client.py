@@ -72,7 +72,8 @@ def emit(reply: MemoryAdminReply, as_json: bool) -> None:
     """
     code = reply.data.get("code") if isinstance(reply.data, dict) else None
     if isinstance(code, str) and code.startswith("refused:"):
-        raise RoleRefused(reply.text)
+        rule = code.removeprefix("refused:")
+        raise RoleRefused(reply.text if f"({rule})" in reply.text else f"{code}: {reply.text}")
     if as_json:
         click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
     else:

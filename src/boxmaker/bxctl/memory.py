@@ -6,6 +6,7 @@ Each command talks to memoryd's admin socket (``--memory-socket``, default
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -184,8 +185,27 @@ def memory_search(state: State, query: str, k: int, memory_socket: Path | None, 
     client.emit(reply, as_json)
 
 
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
 def _text(text: str) -> str:
-    return sys.stdin.read() if text == "-" else text
+    """The owner's TEXT: the argument, or standard input for "-", as UTF-8; a leading BOM dropped
+    and CRLF read as LF, as for files edited by hand.
+
+    Raises:
+        click.BadParameter: the bytes are not UTF-8 (Python carries them as lone surrogates).
+    """
+    if text == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise click.BadParameter(
+                f"standard input is not UTF-8 (byte {exc.start:,})", param_hint="TEXT"
+            ) from None
+    elif _UNDECODABLE.search(text):
+        raise click.BadParameter("the argument is not UTF-8", param_hint="TEXT")
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
 
 
 @memory.command(name="add")

@@ -21,6 +21,7 @@ saying ``refused:<reason>``.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
 Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
 
 
+#: The keys of `args` each command takes (any other key is refused, naming it).
+ARGS: dict[str, frozenset[str]] = {"search": frozenset({"k"}), "add": frozenset({"file", "text"})}
+
+
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     """Run one owner command.
 
@@ -51,6 +56,9 @@ def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     if command is None:
         known = ", ".join(sorted(COMMANDS))
         raise InvalidBody("memory_admin", f"unknown command {request.command!r}; known: {known}")
+    unknown = sorted(set(request.args) - ARGS.get(request.command, frozenset()))
+    if unknown:
+        raise InvalidBody("memory_admin", f"{request.command} takes no argument {unknown[0]!r}")
     return command(memory, request)
 
 
@@ -116,7 +124,7 @@ def _texts(value: object) -> list[str]:
 
 
 def _count(arg: str, command: str) -> int:
-    if not arg.isdigit() or not 1 <= int(arg) <= 100_000:
+    if not re.fullmatch(r"[0-9]{1,6}", arg) or not 1 <= int(arg) <= 100_000:
         raise InvalidBody("memory_admin", f"{command} takes a count from 1 to 100,000, not {arg!r}")
     return int(arg)
 

@@ -109,7 +109,8 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         named = base / "soul.md" if config_path is not None else None
         starter = named if named is not None and named.is_file() else packaged_starter("soul.md")
     elif not starter.is_file():
-        raise ConfigError(str(config_path), f"[memory] soul_starter: {starter} does not exist")
+        what = "is not a file" if starter.exists() else "does not exist"
+        raise ConfigError(str(config_path), f"[memory] soul_starter: {starter} {what}")
     return Config(
         home=home,
         soul_starter=starter,

@@ -288,9 +288,10 @@ class Index:
         """Bring the index's notes in line with notes.md: notes appended since the index last saw
         the file are added; after any other change (a hand edit) every note is indexed again."""
         with self._lock:
-            if not _sync_notes(self.db, self.notes):
+            data, stat = _snapshot(self.notes)
+            if not _sync_notes(self.db, data):
                 log.info("notes.md was edited by hand; indexing its notes again")
-            self._load_notes_state()
+            self._load_notes_state(data, stat)
 
     def refresh_notes(self) -> None:
         """`sync_notes` when notes.md changed since memoryd last wrote or read it (recall calls this,
@@ -298,12 +299,13 @@ class Index:
         if _stat(self.notes) != self._notes_stat:
             self.sync_notes()
 
-    def _load_notes_state(self) -> None:
-        data = _read(self.notes)
+    def _load_notes_state(self, data: bytes, stat: tuple[int, int] | None) -> None:
+        """What the index has seen of notes.md: `data`, read at `stat`. An append made after that
+        read differs from `stat`, so `add_notes` still indexes it."""
         known = int(self.db.meta("notes_bytes") or 0)
         self._notes_hash = hashlib.sha256(data[:known])
         self._notes_bytes = known
-        self._notes_stat = _stat(self.notes)
+        self._notes_stat = stat
 
     def rebuild(self) -> Counts:
         """Build a new index file from nothing while recall keeps answering, then swap it in.
@@ -316,12 +318,12 @@ class Index:
             try:
                 self._fill(db)
                 with self._lock:
-                    self._fill(db)
+                    seen = self._fill(db)
                     counts = db.counts()
                     finish_bulk(db.conn)
                     db.conn.close()
                     self._swap_in(fresh)
-                    self._load_notes_state()
+                    self._load_notes_state(*seen)
             except BaseException:
                 db.conn.close()
                 raise
@@ -332,12 +334,12 @@ class Index:
         with self._rebuilding:
             fresh, db = self._fresh()
             try:
-                self._fill(db)
+                seen = self._fill(db)
                 finish_bulk(db.conn)
             finally:
                 db.conn.close()
             self._swap_in(fresh)
-            self._load_notes_state()
+            self._load_notes_state(*seen)
 
     def _fresh(self) -> tuple[Path, IndexDB]:
         fresh = self.path.with_name(self.path.name + ".new")
@@ -345,9 +347,12 @@ class Index:
             Path(str(fresh) + suffix).unlink(missing_ok=True)
         return fresh, self._open_file(fresh, bulk=True)
 
-    def _fill(self, db: IndexDB) -> None:
+    def _fill(self, db: IndexDB) -> tuple[bytes, tuple[int, int] | None]:
+        """Catch `db` up with every session and notes.md; returns the notes.md it saw."""
         db.catch_up_all()
-        _sync_notes(db, self.notes)
+        data, stat = _snapshot(self.notes)
+        _sync_notes(db, data)
+        return data, stat
 
     def _swap_in(self, fresh: Path) -> None:
         with self._swap.write():
@@ -388,11 +393,14 @@ class Index:
             return self.db.counts()
 
 
-def _read(path: Path) -> bytes:
+def _snapshot(path: Path) -> tuple[bytes, tuple[int, int] | None]:
+    """A file's bytes and the (size, mtime) they were read at; nothing for a missing file."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            return handle.read(), (info.st_size, info.st_mtime_ns)
     except FileNotFoundError:
-        return b""
+        return b"", None
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
@@ -403,11 +411,10 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return info.st_size, info.st_mtime_ns
 
 
-def _sync_notes(db: IndexDB, notes_path: Path) -> bool:
-    """Bring `db`'s notes in line with notes.md. Returns True when notes.md had only grown by
-    appending since `db` last saw it (the new notes were added), False when it had changed
+def _sync_notes(db: IndexDB, data: bytes) -> bool:
+    """Bring `db`'s notes in line with notes.md's `data`. Returns True when notes.md had only grown
+    by appending since `db` last saw it (the new notes were added), False when it had changed
     otherwise (every note was indexed again)."""
-    data = _read(notes_path)
     known = int(db.meta("notes_bytes") or 0)
     digest = hashlib.sha256(data[:known])
     notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))

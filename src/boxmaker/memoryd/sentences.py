@@ -32,15 +32,20 @@ def limit(file: str, size: int, limit: int) -> Refusal:
 
 def note_length(size: int) -> Refusal:
     """DESIGN 10.6 `length`: a note is 1 to 1,000 characters."""
-    return Refusal("refused:length", f"a note must be 1 to 1,000 characters; this one is {size:,}")
+    return Refusal(
+        "refused:length", f"refused (length): a note must be 1 to 1,000 characters; this one is {size:,}"
+    )
 
 
 def query_length(size: int) -> Refusal:
     """recall's `query` is 1 to 500 characters (M5a section 5)."""
-    return Refusal("refused:length", f"a recall query must be 1 to 500 characters; this one is {size:,}")
+    return Refusal(
+        "refused:length",
+        f"refused (length): a recall query must be 1 to 500 characters; this one is {size:,}",
+    )
 
 
-EMPTY = Refusal("refused:empty", "the entry is empty after trimming; nothing was written")
+EMPTY = Refusal("refused:empty", "refused (empty): the entry is empty after trimming; nothing was written")
 
 
 def duplicate(file: str) -> Refusal:

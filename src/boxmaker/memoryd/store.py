@@ -33,9 +33,8 @@ class FileOverLimit(BoxmakerError):
     """Raised when a file the owner edited by hand is over its limit (the block is then refused)."""
 
     def __init__(self, name: str, size: int, limit: int) -> None:
-        super().__init__(
-            f"{name} is {size:,} of {limit:,} characters; shorten it by hand or with consolidate"
-        )
+        how = "by hand" if name == "soul.md" else "by hand, or by moving entries to notes with consolidate"
+        super().__init__(f"{name} is {size:,} of {limit:,} characters; shorten it {how}")
         self.name = name
 
 
@@ -110,6 +109,10 @@ class Store:
         """
         try:
             data = path.read_bytes()
+        except FileNotFoundError:
+            raise FileUnreadable(
+                path, "it is missing; restore it, or restart memoryd to create it empty"
+            ) from None
         except OSError as exc:
             raise FileUnreadable(path, exc.strerror or str(exc)) from None
         try:

@@ -96,11 +96,13 @@ def walk_records(
     """Append the rows of `records` (numbered from `first` in the log) to `rows`, advancing `walk`."""
     limit = _RANK[max_class]
     for number, record in enumerate(records, start=first):
-        if isinstance(record, ToolResult):
+        if isinstance(record, (ToolResult, ToolSummary)):
+            # What a tool returned, or a summary of it, labels the session from here on.
             walk.rank = max(walk.rank, _RANK[record.data_class])
             walk.untrusted = walk.untrusted or record.untrusted
-            continue
-        if walk.rank > limit and not isinstance(record, ToolSummary):
+            if isinstance(record, ToolResult):
+                continue
+        if walk.rank > limit:
             continue
         key = f"session/{session}/{epoch}/{number}"
         if isinstance(record, User):
@@ -158,30 +160,21 @@ def walk_records(
                     False,
                 )
         elif isinstance(record, ToolSummary):
-            rank = max(walk.rank, _RANK[record.data_class])
-            if rank <= limit:
-                untrusted = int(walk.untrusted or record.untrusted)
-                klass = _CLASSES[rank]
-                _add(
-                    rows,
-                    walk,
-                    (
-                        key,
-                        "summary",
-                        "summary",
-                        session,
-                        epoch,
-                        number,
-                        record.time,
-                        record.call,
-                        "",
-                        klass,
-                        untrusted,
-                        record.content,
-                    ),
-                    record.content,
-                    False,
-                )
+            source = (
+                key,
+                "summary",
+                "summary",
+                session,
+                epoch,
+                number,
+                record.time,
+                record.call,
+                "",
+                walk.data_class,
+                int(walk.untrusted),
+                record.content,
+            )
+            _add(rows, walk, source, record.content, False)
 
 
 def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:

@@ -139,11 +139,12 @@ def decode_record(line: bytes) -> Record:
     """Decode one log line.
 
     Raises:
-        ValueError: when the line is not JSON or not a valid record (the message says why).
+        ValueError: when the line is not JSON or not a valid record (the message says why), its
+            time included (``2026-13-45T99:99:99Z`` has the form of a time but is none).
     """
     try:
         record: Record = _DECODER.decode(line)
-        return record
+        return _real_time(record)
     except msgspec.ValidationError as exc:
         raise ValueError(str(exc)) from None
     except msgspec.DecodeError:
@@ -151,11 +152,19 @@ def decode_record(line: bytes) -> Record:
     try:
         value: Any = json.loads(line.decode("utf-8"))
         converted: Record = msgspec.convert(value, Record, strict=True)
-        return converted
+        return _real_time(converted)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ValueError(f"not a JSON record ({exc})") from None
     except msgspec.ValidationError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _real_time(record: Record) -> Record:
+    try:
+        dt.datetime.fromisoformat(record.time[:19])
+    except ValueError:
+        raise ValueError(f"time {record.time!r} is not a real date and time - at `$.time`") from None
+    return record
 
 
 def encode_record(record: Record) -> bytes:
