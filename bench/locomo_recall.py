@@ -206,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"{args.data} does not exist")
-    conversations = load(args.data)
+    try:
+        conversations = load(args.data)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        parser.error(f"{args.data} is not a LoCoMo-format file ({type(exc).__name__}: {exc})")
+    if not any(conv.questions for conv in conversations):
+        parser.error(f"{args.data} holds no conversation with a question to ask")
     outcomes: list[Outcome] = []
     for conv in conversations:
         outcomes += run_conversation(conv)

@@ -35,6 +35,8 @@ def cli(ctx: click.Context, home: str | None) -> None:
         bxctl memory files
         bxctl memory search "deploy day"
     """
+    if home is not None and not home.strip():
+        raise click.BadParameter("the home folder cannot be empty", param_hint="--home")
     ctx.obj = State(Layout(resolve_home(home)))
 
 

@@ -50,6 +50,8 @@ def serve(config_path: Path | None, home: str | None, verbose: bool) -> None:
         format="%(asctime)s memoryd %(levelname)s %(message)s",
         stream=sys.stderr,
     )
+    if home is not None and not home.strip():
+        raise click.BadParameter("the home folder cannot be empty", param_hint="--home")
     try:
         config = memoryd_config.load(config_path, home)
     except ConfigError as exc:
