@@ -580,3 +580,19 @@ def test_unknown_admin_arguments_are_refused(service: Memoryd) -> None:
         service.handle("memory_admin", MemoryAdmin(command="search", arg="x", args={"limit": 3}))
     with pytest.raises(InvalidBody, match="log takes a count"):
         service.handle("memory_admin", MemoryAdmin(command="log", arg="\u0665"))
+
+
+def test_recalls_on_many_threads_reuse_connections(logged: Memoryd) -> None:
+    """Each socket request runs on a thread of its own: connections must not pile up per thread."""
+    import os
+    import threading
+
+    from boxmaker.memoryd.index import IDLE_READERS
+
+    recall(logged, "launch")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(60):
+        thread = threading.Thread(target=recall, args=(logged, "launch"))
+        thread.start()
+        thread.join()
+    assert len(os.listdir("/proc/self/fd")) - before <= 2 * IDLE_READERS

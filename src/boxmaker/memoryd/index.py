@@ -50,6 +50,10 @@ from boxmaker.proto.labels import DataClass
 log = logging.getLogger("boxmaker.memoryd.index")
 
 
+#: Reader connections kept open between recalls, at most.
+IDLE_READERS = 4
+
+
 class IndexUnusable(BoxmakerError):
     """Raised when the index folder or file cannot be created at all (memoryd-start-failed)."""
 
@@ -118,10 +122,8 @@ class Index:
         self._lock = threading.RLock()
         self._rebuilding = threading.Lock()
         self._swap = _ReadWriteLock()
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._idle: list[sqlite3.Connection] = []  # reader connections not in use
         self._readers_lock = threading.Lock()
-        self._generation = 0
         self._frequencies = Frequencies()
         self._db: IndexDB | None = None
         self._notes_hash = hashlib.sha256()
@@ -231,11 +233,11 @@ class Index:
                 self._db = None
 
     def _close_readers(self) -> None:
+        """Close the idle reader connections (callers hold the swap's write side, so none is in use)."""
         with self._readers_lock:
-            for conn in self._readers:
+            for conn in self._idle:
                 conn.close()
-            self._readers.clear()
-            self._generation += 1
+            self._idle.clear()
             self._frequencies = Frequencies()
 
     @property
@@ -368,24 +370,36 @@ class Index:
 
     # Reading ---------------------------------------------------------------------------------------
 
-    def _reader(self) -> sqlite3.Connection:
-        cached = getattr(self._local, "conn", None)
-        if cached is not None and cached[0] == self._generation:
-            conn: sqlite3.Connection = cached[1]
-            return conn
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, timeout=60.0)
-        conn.execute("PRAGMA cache_size=-65536")
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection from the pool (a new one when all are busy), given back after.
+
+        Connections are kept between requests (each keeps its page cache warm); at most
+        `IDLE_READERS` wait idle, the others are closed when given back.
+        """
         with self._readers_lock:
-            self._readers.append(conn)
-            self._local.conn = (self._generation, conn)
-        return conn
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = sqlite3.connect(
+                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
+            )
+            conn.execute("PRAGMA cache_size=-65536")
+        try:
+            yield conn
+        finally:
+            with self._readers_lock:
+                keep = len(self._idle) < IDLE_READERS
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
 
     def search(self, query: Query, k: int) -> list[Hit]:
         """The best `k` hits for a built query, best first ([] when it has no terms)."""
         if not query.match:
             return []
-        with self._swap.read():
-            return search(self._reader(), query, k, self._frequencies)
+        with self._swap.read(), self._reader() as conn:
+            return search(conn, query, k, self._frequencies)
 
     def counts(self) -> Counts:
         """What the index holds now."""
