@@ -14,7 +14,8 @@ index sees a realistic, growing vocabulary and distinct rows.
 Measured:
 - build: memoryd's indexer reading every log into a new index file and swapping it in
   (`Index.rebuild`: what memoryd does at start with no index, and `bxctl reindex`), records/s;
-- recall: the LoCoMo questions through memoryd's recall layer (`Recaller.recall`, k = 10), p50/p99 ms;
+- recall: the LoCoMo questions through memoryd's recall layer (`Recaller.recall`, k = 10), p50/p99 ms,
+  and the same questions end to end: a real memoryd process on the home, asked on its brokerd socket;
 - write: `memory` calls through memoryd's service (`add`, then `remove` to stay under the limit,
   and `note` every third call), each journalled and fsynced, p50/p99 ms (once, on the smallest home).
 """
@@ -28,6 +29,8 @@ import itertools
 import json
 import random
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +40,9 @@ from typing import Any
 from benchkit import open_home, percentiles, write_session
 from boxmaker.memoryd.config import load as load_config
 from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.messages import MemoryCall, ToolRequest
+from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
@@ -126,7 +130,9 @@ def measure_size(corpus: Corpus, size: int, queries: list[str]) -> dict[str, Any
             times.append((time.perf_counter() - began) * 1000)
         size_mb = sum(p.stat().st_size for p in (home / "index").iterdir()) / 1e6
         index.close()
+        over_socket = socket_recalls(home, queries)
     p50, p99 = percentiles(times)
+    s50, s99 = percentiles(over_socket)
     return {
         "records": size,
         "sessions": sessions,
@@ -135,8 +141,46 @@ def measure_size(corpus: Corpus, size: int, queries: list[str]) -> dict[str, Any
         "index_mb": round(size_mb, 1),
         "recall_p50_ms": round(p50, 3),
         "recall_p99_ms": round(p99, 3),
+        "socket_p50_ms": round(s50, 3),
+        "socket_p99_ms": round(s99, 3),
         "queries": len(times),
     }
+
+
+def socket_recalls(home: Path, queries: list[str]) -> list[float]:
+    """Time the same recalls end to end: a real memoryd on the home, asked on its brokerd socket."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "boxmaker.memoryd", "serve", "--home", str(home)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        broker = home / "run" / "broker-memory" / "memory.sock"
+        deadline = time.monotonic() + 300
+        while not broker.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("memoryd did not start")
+            time.sleep(0.05)
+        times = []
+        for n, question in enumerate([*queries[:50], *queries]):
+            request = ToolRequest(
+                session="bench-socket",
+                call_id=f"q{n}",
+                tool="recall",
+                arguments={"query": question[:500], "k": 10},
+            )
+            began = time.perf_counter()
+            reply = wire.call(
+                broker, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False), timeout=120
+            )
+            if n >= 50:
+                times.append((time.perf_counter() - began) * 1000)
+            if not isinstance(reply, ToolResponse) or reply.code != "ok":
+                raise RuntimeError(f"recall failed: {reply}")
+        return times
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
 
 
 def measure_writes(count: int) -> dict[str, Any]:
@@ -203,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             row = results[-1]
             print(
                 f"{row['records']:>9,} records: build {row['build_rate']:>7,}/s ({row['build_s']} s, "
-                f"{row['index_mb']} MB), recall p50 {row['recall_p50_ms']} ms, p99 {row['recall_p99_ms']} ms",
+                f"{row['index_mb']} MB), recall p50 {row['recall_p50_ms']} ms, p99 {row['recall_p99_ms']} ms;"
+                f" over the socket p50 {row['socket_p50_ms']} ms, p99 {row['socket_p99_ms']} ms",
                 flush=True,
             )
     writes = measure_writes(args.writes)

@@ -23,6 +23,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from boxmaker.memoryd.indexdb import (
 from boxmaker.memoryd.notes import Note
 from boxmaker.memoryd.notes import parse as parse_notes
 from boxmaker.memoryd.query import Query
-from boxmaker.memoryd.search import Frequencies, search
+from boxmaker.memoryd.search import Frequencies, hits, merge, plan, scored
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.labels import DataClass
@@ -123,6 +124,7 @@ class Index:
         self._rebuilding = threading.Lock()
         self._swap = _ReadWriteLock()
         self._idle: list[sqlite3.Connection] = []  # reader connections not in use
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
         self._readers_lock = threading.Lock()
         self._frequencies = Frequencies()
         self._db: IndexDB | None = None
@@ -226,6 +228,7 @@ class Index:
         self._cancel.set()
         if self._warming is not None:
             self._warming.join()
+        self._pool.shutdown(wait=True)
         with self._lock, self._swap.write():
             self._close_readers()
             if self._db is not None:
@@ -395,11 +398,24 @@ class Index:
                 conn.close()
 
     def search(self, query: Query, k: int) -> list[Hit]:
-        """The best `k` hits for a built query, best first ([] when it has no terms)."""
+        """The best `k` hits for a built query, best first ([] when it has no terms).
+
+        When the search needs two queries (`search.plan`), the second runs on another connection
+        and thread at the same time (SQLite works without Python's lock), so both cores work.
+        """
         if not query.match:
             return []
         with self._swap.read(), self._reader() as conn:
-            return search(conn, query, k, self._frequencies)
+            matches = plan(conn, query, self._frequencies)
+            if len(matches) == 1:
+                return hits(conn, merge([scored(conn, matches[0], k)], k))
+            second = self._pool.submit(self._scored_elsewhere, matches[1], k)
+            first = scored(conn, matches[0], k)
+            return hits(conn, merge([first, second.result()], k))
+
+    def _scored_elsewhere(self, match: str, k: int) -> list[tuple[int, float]]:
+        with self._reader() as conn:
+            return scored(conn, match, k)
 
     def counts(self) -> Counts:
         """What the index holds now."""

@@ -24,6 +24,7 @@ within its targets at 100,000 and 1,000,000 rows).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 import msgspec
 
@@ -68,8 +69,9 @@ class Frequencies:
         return count
 
 
-def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencies | None = None) -> list[int]:
-    """The rowids of the best `k` rows for `query`, best first.
+def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None = None) -> list[str]:
+    """The MATCH strings to run for `query`: the full OR query alone, or, on a large index with a
+    common term, the rare-and-common query and the rare-only query (see the module's docstring).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
@@ -77,7 +79,7 @@ def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencie
     terms = list(query.terms)
     size = conn.execute("SELECT coalesce(max(rowid), 0) FROM sources").fetchone()[0]
     if len(terms) < 2 or size <= BUDGET:
-        return [row[0] for row in conn.execute(_RANKED, (query.match, k))]
+        return [query.match]
     known = frequencies or Frequencies()
     frequency = {t: known.get(conn, t, size) for t in terms}
     ordered = sorted(terms, key=lambda t: frequency[t])
@@ -90,14 +92,51 @@ def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencie
         spent += frequency[term]
     common = [t for t in terms if t not in rare]
     if not common:
-        return [row[0] for row in conn.execute(_RANKED, (query.match, k))]
+        return [query.match]
     rare_match = render_match(rare)
+    return [f"({rare_match}) AND ({render_match(common)})", rare_match]
+
+
+def scored(conn: sqlite3.Connection, match: str, k: int) -> list[tuple[int, float]]:
+    """The best `k` (rowid, bm25) of one MATCH string (lower scores are better).
+
+    Raises:
+        sqlite3.Error: when the index cannot be read.
+    """
+    return [(int(rowid), float(score)) for rowid, score in conn.execute(_RANKED, (match, k))]
+
+
+def merge(results: Sequence[list[tuple[int, float]]], k: int) -> list[int]:
+    """The best `k` rowids of several scored lists, each row at its best score."""
     best: dict[int, float] = {}
-    for match in (f"({rare_match}) AND ({render_match(common)})", rare_match):
-        for rowid, score in conn.execute(_RANKED, (match, k)):
+    for result in results:
+        for rowid, score in result:
             if score < best.get(rowid, 0.0):
                 best[rowid] = score
     return [rowid for rowid, _ in sorted(best.items(), key=lambda item: (item[1], item[0]))[:k]]
+
+
+def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencies | None = None) -> list[int]:
+    """The rowids of the best `k` rows for `query`, best first (the queries of `plan`, one after
+    the other; `Index.search` runs them side by side).
+
+    Raises:
+        sqlite3.Error: when the index cannot be read.
+    """
+    return merge([scored(conn, match, k) for match in plan(conn, query, frequencies)], k)
+
+
+def hits(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Hit]:
+    """The hits of `rowids`, in that order.
+
+    Raises:
+        sqlite3.Error: when the index cannot be read.
+    """
+    if not rowids:
+        return []
+    rows = conn.execute(_SOURCES.format(",".join("?" * len(rowids))), list(rowids)).fetchall()
+    by_id = {row[0]: row[1] for row in rows}
+    return [_hit(by_id[rowid]) for rowid in rowids if rowid in by_id]
 
 
 def search(
@@ -108,12 +147,7 @@ def search(
     Raises:
         sqlite3.Error: when the index cannot be read.
     """
-    rowids = rank(conn, query, k, frequencies)
-    if not rowids:
-        return []
-    rows = conn.execute(_SOURCES.format(",".join("?" * len(rowids))), rowids).fetchall()
-    by_id = {row[0]: row[1] for row in rows}
-    return [_hit(by_id[rowid]) for rowid in rowids if rowid in by_id]
+    return hits(conn, rank(conn, query, k, frequencies))
 
 
 def _hit(data: str) -> Hit:
