@@ -92,6 +92,7 @@ class Counts:
 #: Rows written in one transaction at most (FTS5 builds faster in large transactions; a bulk build
 #: overlaps reading the next batch with writing this one).
 BATCH_ROWS = 20_000
+FIRST_BATCH_ROWS = 1_250
 
 
 @dataclass(slots=True)
@@ -266,17 +267,20 @@ class IndexDB:
         return sum(self._flush(batch) for batch in (prefetch(batches) if len(names) > 1 else batches))
 
     def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Encoded]:
-        """Rows of every session past its progress, in batches of about `BATCH_ROWS` (no SQL)."""
+        """Rows of every session past its progress, in batches (no SQL). The first batches are
+        small, so writing starts early, then each doubles up to `BATCH_ROWS`."""
         batch = _Batch()
+        size = FIRST_BATCH_ROWS
         for session in names:
             if self.cancel.is_set():
                 raise Cancelled
             carry: Walk | None = None
             for epoch in self.epochs(session):
                 carry = self._collect(session, epoch, carry, batch, progress)
-            if len(batch.rows.sources) >= BATCH_ROWS:
+            if len(batch.rows.sources) >= size:
                 yield batch.encoded()
                 batch = _Batch()
+                size = min(2 * size, BATCH_ROWS)
         yield batch.encoded()
 
     def _collect(
