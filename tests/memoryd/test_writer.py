@@ -338,3 +338,17 @@ def test_a_session_named_owner_is_not_the_owner(home: Path, clock: Clock) -> Non
     impostor = Caller("owner", "c1", Label(DataClass.PRIVATE, False))
     assert memory.do(impostor, Add(file="memory", text="sneaky"))[1] == "staged"
     assert memory.read("memory.md") == ""
+
+
+def test_a_damaged_pending_line_is_refused_by_name(home: Path, clock: Clock) -> None:
+    memory = Memory(home, clock, review=True)
+    memory.do(CLEAN, Add(file="memory", text="a"))
+    path = memory.store.pending_path
+    line = json.loads(path.read_text())
+    line["arguments"] = {"action": "explode"}
+    path.write_text(json.dumps(line) + "\n")
+    answer = memory.writer.accept("p-2026-09-24-0001")
+    assert answer.code == "refused:damaged"
+    assert "reject it" in answer.output
+    assert memory.writer.reject("p-2026-09-24-0001").ok
+    assert memory.read("memory.md") == ""

@@ -26,7 +26,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from boxmaker.memoryd import sentences
+from boxmaker.memoryd import review, sentences
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
@@ -145,21 +145,23 @@ def _valid(parse: Callable[[str], object], value: str) -> None:
 
 def _pending(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     del request
-    from boxmaker.memoryd import review
-
     staged = review.pending(memory.store.pending_path)
     if not staged:
         return MemoryAdminReply("(nothing is waiting for review)", [])
     lines = []
     for event in staged:
         args = event["arguments"]
+        head = [str(event.get(k, "?")) for k in ("id", "time")] + [
+            str(args.get(k, "?")) for k in ("action", "file")
+        ]
         lines.append(
-            f"{event['id']}  {event['time']}  {args['action']} {args['file']}.md  session {event['session']}"
+            escape_line(f"{head[0]}  {head[1]}  {head[2]} {head[3]}.md  session {event.get('session', '?')}")
         )
         for key in ("old", "text"):
             if key in args:
-                lines.append(f"  {key}: {escape_line(args[key])}")
-        for item in args.get("entries", []):
+                lines.append(f"  {key}: {escape_line(str(args[key]))}")
+        entries = args.get("entries")
+        for item in entries if isinstance(entries, list) else []:
             lines.append(f"  item: {escape_line(str(item))}")
     return MemoryAdminReply("\n".join(lines), staged)
 

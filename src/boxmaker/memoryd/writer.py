@@ -201,14 +201,15 @@ class Writer:
             staged, state = review.find(self.store.pending_path, pid)
             if staged is None or state != "pending":
                 return Answer(_not_pending(pid, state), "refused:not-found")
-            action: MemoryAction = msgspec.convert(staged["arguments"], MemoryAction)
-            assert not isinstance(action, Note)
+            parsed = _staged(pid, staged)
+            if isinstance(parsed, Answer):
+                return parsed
+            action, caller = parsed
             spec = IDENTITY_FILES[action.file]
             current = self.store.read_identity(spec)
             outcome = decide(spec, current.entries, action)
             if isinstance(outcome, Refusal):
                 return Answer(f"{pid} was not applied: {outcome.sentence}", outcome.code)
-            caller = Caller(staged["session"], staged["call"], Label(DataClass(staged["taint"]), False))
             decision = self._decision(pid, "accepted")
             edit = self._commit(
                 caller, _action_name(action), current, outcome, {"pending": pid}, appends=[decision]
@@ -224,7 +225,9 @@ class Writer:
             staged, state = review.find(self.store.pending_path, pid)
             if staged is None or state != "pending":
                 return Answer(_not_pending(pid, state), "refused:not-found")
-            file = IDENTITY_FILES[staged["arguments"]["file"]].name
+            arguments = staged.get("arguments")
+            key = arguments.get("file") if isinstance(arguments, dict) else None
+            file = IDENTITY_FILES[key].name if key in IDENTITY_FILES else "memory.md"
             entry = {**_who(OWNER), "action": "reject", "file": file, "where": "pending.jsonl"}
             entry.update({"before": [], "after": [], "pending": pid})
             line = self.journal.commit(Change(entry, [self._decision(pid, "rejected")]))
@@ -354,6 +357,20 @@ class Writer:
         if not fsio.ends_with_newline(self.store.notes_path):
             data = b"\n" + data
         return Append("notes.md", data)
+
+
+def _staged(pid: str, staged: dict[str, Any]) -> tuple[Add | Replace | Remove | Consolidate, Caller] | Answer:
+    """The identity action and the caller of a staged event, or why pending.jsonl's line is unusable."""
+    try:
+        action: MemoryAction = msgspec.convert(staged["arguments"], MemoryAction)
+        caller = Caller(str(staged["session"]), str(staged["call"]), Label(DataClass(staged["taint"]), False))
+    except (KeyError, ValueError, msgspec.ValidationError) as exc:
+        return Answer(
+            f"{pid} is damaged in pending.jsonl ({exc}); reject it and write again", "refused:damaged"
+        )
+    if isinstance(action, Note):
+        return Answer(f"{pid} is damaged in pending.jsonl (a note is never staged)", "refused:damaged")
+    return action, caller
 
 
 def decide(spec: FileSpec, entries: Sequence[str], action: MemoryAction) -> Outcome | Refusal:
