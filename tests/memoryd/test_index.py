@@ -596,3 +596,33 @@ def test_recalls_on_many_threads_reuse_connections(logged: Memoryd) -> None:
         thread.start()
         thread.join()
     assert len(os.listdir("/proc/self/fd")) - before <= 2 * IDLE_READERS
+
+
+def test_a_bad_line_holds_back_later_epochs_so_no_label_is_lost(home: Path, service: Memoryd) -> None:
+    path = write_log(home, "chat-ep", [start(), record("user", content="victor before")])
+    with path.open("a") as handle:
+        handle.write('{"type":"tool_result","broken\n')
+    write_log(home, "chat-ep", [fetched(), record("epoch_end", next=1, summary="s")])
+    write_log(home, "chat-ep", [start(epoch=1), record("assistant", content="lychee is poison")], epoch=1)
+    service.handle("session_updated", SessionUpdated(session="chat-ep"))
+    assert "victor" in recall(service, "victor").output
+    assert recall(service, "lychee").output == '(no matches for "lychee")'
+    lines = path.read_text().split("\n")
+    path.write_text("\n".join(line for line in lines if "broken" not in line))
+    service.handle("session_updated", SessionUpdated(session="chat-ep"))
+    assert "memory-tainted" in recall(service, "lychee").output
+
+
+def test_a_huge_log_is_read_in_chunks(home: Path, service: Memoryd) -> None:
+    from boxmaker.memoryd import indexdb
+
+    rows = [record("user", content=f"whiskey {i} " + "padding " * 40) for i in range(3000)]
+    write_log(home, "chat-huge", [start(), *rows])
+    old = indexdb.CHUNK_BYTES
+    indexdb.CHUNK_BYTES = 64 * 1024
+    try:
+        service.handle("session_updated", SessionUpdated(session="chat-huge"))
+    finally:
+        indexdb.CHUNK_BYTES = old
+    assert service.index.counts().records == 3000
+    assert "whiskey 2999" in recall(service, "whiskey 2999").output

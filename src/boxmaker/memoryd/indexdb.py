@@ -95,6 +95,25 @@ BATCH_ROWS = 20_000
 FIRST_BATCH_ROWS = 1_250
 
 
+#: How much of a log is read at a time, in bytes.
+CHUNK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _LogState:
+    """Reading one log: where it resumes, the walk so far, and whether a bad line stopped it."""
+
+    session: str
+    epoch: int
+    name: str
+    path: Path
+    records: int
+    offset: int
+    walk: Walk
+    known: bool = False
+    damaged: bool = False
+
+
 @dataclass(slots=True)
 class _Batch:
     """Rows and progress lines waiting to be written together."""
@@ -268,71 +287,100 @@ class IndexDB:
 
     def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Encoded]:
         """Rows of every session past its progress, in batches (no SQL). The first batches are
-        small, so writing starts early, then each doubles up to `BATCH_ROWS`."""
+        small, so writing starts early, then each doubles up to `BATCH_ROWS`. Logs are read in
+        chunks of `CHUNK_BYTES`, so a huge log neither fills memory nor delays a stop."""
         batch = _Batch()
         size = FIRST_BATCH_ROWS
         for session in names:
-            if self.cancel.is_set():
-                raise Cancelled
             carry: Walk | None = None
             for epoch in self.epochs(session):
-                carry = self._collect(session, epoch, carry, batch, progress)
-            if len(batch.rows.sources) >= size:
-                yield batch.encoded()
-                batch = _Batch()
-                size = min(2 * size, BATCH_ROWS)
+                log_state = self._start(session, epoch, carry, progress)
+                if log_state is None:
+                    continue
+                while True:
+                    if self.cancel.is_set():
+                        raise Cancelled
+                    more = self._collect(log_state, batch)
+                    if len(batch.rows.sources) >= size:
+                        yield batch.encoded()
+                        batch = _Batch()
+                        size = min(2 * size, BATCH_ROWS)
+                    if not more:
+                        break
+                if log_state.damaged:
+                    break  # a later epoch's label depends on the records this one could not read
+                carry = log_state.walk
         yield batch.encoded()
 
-    def _collect(
-        self,
-        session: str,
-        epoch: int,
-        carry: Walk | None,
-        batch: _Batch,
-        progress: dict[str, tuple[Any, ...]],
-    ) -> Walk:
+    def _start(
+        self, session: str, epoch: int, carry: Walk | None, progress: dict[str, tuple[Any, ...]]
+    ) -> _LogState | None:
+        """Where reading a log resumes: its progress, or the start with the previous epoch's label.
+
+        Raises:
+            LogShrank: the log is shorter than what was indexed.
+        """
         name = f"{session}/{epoch}.jsonl"
         path = self.sessions / name
         row = progress.get(name)
         if row is None:
-            records, offset = 0, 0
-            walk = carry.copy() if carry is not None else Walk()
+            state = _LogState(session, epoch, name, path, 0, 0, carry.copy() if carry is not None else Walk())
         else:
-            records, offset = int(row[0]), int(row[1])
             walk = Walk(DataClass(row[2]).rank, bool(row[3]), json.loads(row[4]))
+            state = _LogState(session, epoch, name, path, int(row[0]), int(row[1]), walk, known=True)
         try:
-            with path.open("rb") as handle:
-                size = handle.seek(0, 2)
-                if size < offset:
-                    raise LogShrank(f"{path} is {size:,} bytes, shorter than the {offset:,} already indexed")
-                handle.seek(offset)
-                data = handle.read()
+            size = path.stat().st_size
         except FileNotFoundError:
-            return walk
+            return None
+        if size < state.offset:
+            raise LogShrank(f"{path} is {size:,} bytes, shorter than the {state.offset:,} already indexed")
+        return state
+
+    def _collect(self, state: _LogState, batch: _Batch) -> bool:
+        """Walk the next chunk of a log into `batch`. Returns True when more of the log is left."""
+        try:
+            with state.path.open("rb") as handle:
+                handle.seek(state.offset)
+                data = handle.read(CHUNK_BYTES)
+                if len(data) == CHUNK_BYTES and b"\n" not in data:
+                    data += handle.readline()  # one line longer than a chunk: read it whole
+        except FileNotFoundError:
+            return False
         lines, _ = complete_lines(data)
         decoded: list[Record] = []
         consumed = 0
-        for number, line in enumerate(lines, start=records + 1):
+        for number, line in enumerate(lines, start=state.records + 1):
             try:
                 decoded.append(decode_record(line))
             except ValueError as exc:
-                self._report(path, number, str(exc))
+                self._report(state.path, number, str(exc))
+                state.damaged = True
                 break
             consumed += len(line) + 1
-        if not decoded and row is not None:
-            return walk
-        walk_records(session, epoch, records, decoded, walk, max_class=self.max_class, rows=batch.rows)
-        batch.progress.append(
-            (
-                name,
-                records + len(decoded),
-                offset + consumed,
-                walk.data_class,
-                int(walk.untrusted),
-                json.dumps(walk.tail),
+        if decoded or not state.known:
+            walk_records(
+                state.session,
+                state.epoch,
+                state.records,
+                decoded,
+                state.walk,
+                max_class=self.max_class,
+                rows=batch.rows,
             )
-        )
-        return walk
+            state.records += len(decoded)
+            state.offset += consumed
+            state.known = True
+            batch.progress.append(
+                (
+                    state.name,
+                    state.records,
+                    state.offset,
+                    state.walk.data_class,
+                    int(state.walk.untrusted),
+                    json.dumps(state.walk.tail),
+                )
+            )
+        return bool(decoded) and not state.damaged and len(data) >= CHUNK_BYTES
 
     def _flush(self, batch: _Encoded) -> int:
         """Write one batch in one transaction; each table in one statement over a JSON array, during
