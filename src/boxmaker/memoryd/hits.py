@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from boxmaker.proto.escape import escape
 from boxmaker.proto.labels import DataClass, Label
 
 SNIPPET_LIMIT = 600
@@ -82,13 +83,18 @@ def one_line(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + ELLIPSIS
 
 
-_HEADER_LIKE = re.compile(r"^(\s*)\[(\d+)\]", re.M)
+_NUMBERED = re.compile(r"\[(\d+)\]")
+_LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def defuse(snippet: str) -> str:
-    """A snippet whose lines cannot pass for a hit's header: a line opening with ``[n]`` gets a
-    backslash before it (``\\[2] identity ...``), so text inside one hit never forges another."""
-    return _HEADER_LIKE.sub(r"\1\\[\2]", snippet)
+    """A snippet as the model reads it, still at most `SNIPPET_LIMIT` characters, that cannot pass
+    for another hit: every line break is a plain newline, every code
+    point a terminal or a reader cannot see is written as a visible escape (`proto.escape`, so NUL
+    is ``\\x00`` and ZERO WIDTH SPACE ``\\u200b``), and every ``[n]`` gets a backslash before it
+    (``\\[2] identity ...``), so text inside one hit never forges the header of another."""
+    safe = _NUMBERED.sub(r"\\[\1]", escape(_LINE_BREAKS.sub("\n", snippet)))
+    return safe if len(safe) <= SNIPPET_LIMIT else safe[: SNIPPET_LIMIT - 1] + ELLIPSIS
 
 
 def where(hit: Hit) -> str:
