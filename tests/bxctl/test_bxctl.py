@@ -276,7 +276,7 @@ def test_down_never_signals_a_process_that_is_not_memoryd(home: Path) -> None:
         (home / "run").mkdir(parents=True)
         (home / "run" / "memoryd.pid").write_text(f"{sleeper.pid}\n")
         result = run("down")
-        assert "which is another program" in result.stdout
+        assert "memoryd is not running" in result.stdout
         assert sleeper.poll() is None
     finally:
         sleeper.kill()
@@ -306,3 +306,25 @@ def test_refusals_print_their_code(fake: FakeMemoryd) -> None:
     result = bxctl("memory", "add", "--file", "memory", "x")
     assert result.exit_code == 1
     assert "refused:limit: memory.md would be 2,350 of 2,200 characters" in result.output
+
+
+def test_down_on_a_copy_of_a_home_leaves_the_original_running(home: Path) -> None:
+    import shutil
+
+    try:
+        assert run("up").returncode == 0
+        copy = home.parent / "copy"
+        shutil.copytree(home, copy, symlinks=True, ignore=shutil.ignore_patterns("*.sock"))
+        env = {**os.environ, "BOXMAKER_HOME": str(copy)}
+        down = subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", "down"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "memoryd is not running" in down.stdout
+        assert run("status").returncode == 0
+    finally:
+        run("down")

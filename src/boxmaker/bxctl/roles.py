@@ -11,7 +11,6 @@ Roles built so far: memoryd. (loopd and brokerd join with the agent loop.)
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
-from boxmaker.proto.fsio import ensure_dir
+from boxmaker.proto.fsio import ensure_dir, lock_holder
 from boxmaker.proto.home import Layout
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 
@@ -155,7 +154,7 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
     while time.monotonic() < deadline:
         current = status(layout, role)
         if current.running and current.pid == process.pid:
-            role.pid_file(layout).write_text(f"{process.pid}\n", encoding="ascii")
+            _write_pid(role.pid_file(layout), process.pid)
             return current
         if process.poll() is not None:
             if current.running:  # another one already serves this home
@@ -163,6 +162,12 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
             raise StartError(f"{role.name} exited with status {process.returncode}:\n{_tail(log_path)}")
         time.sleep(0.1)
     raise StartError(f"{role.name} did not answer within {timeout:g} s; see {log_path}")
+
+
+def _write_pid(path: Path, pid: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(f"{pid}\n")
 
 
 def _tail(path: Path, lines: int = 12) -> str:
@@ -174,16 +179,14 @@ def _tail(path: Path, lines: int = 12) -> str:
 
 
 def stop(layout: Layout, role: Role, timeout: float = 15.0) -> str:
-    """Stop a role started by `up` (SIGTERM, then wait). Returns what happened, in a sentence."""
+    """Stop the role serving this home (SIGTERM, then wait). Returns what happened, in a sentence.
+
+    The process is the one that answers on the home's socket, or else the one holding the home's
+    lock (its pid is in the lock file): never a pid taken on trust from a file.
+    """
     pid_file = role.pid_file(layout)
     current = status(layout, role)
-    pid = current.pid  # what the role itself says, when it answers
-    if pid is None:
-        with contextlib.suppress(OSError, ValueError):
-            pid = int(pid_file.read_text(encoding="ascii").strip())
-        if pid is not None and _alive(pid) and not _is_role(pid, role):
-            pid_file.unlink(missing_ok=True)
-            return f"{role.name} is not running (the pid file named pid {pid}, which is another program)"
+    pid = current.pid if current.running else lock_holder(layout.memory_lock)
     if pid is None or not _alive(pid):
         pid_file.unlink(missing_ok=True)
         return f"{role.name} is not running"
@@ -195,17 +198,6 @@ def stop(layout: Layout, role: Role, timeout: float = 15.0) -> str:
         return f"{role.name} (pid {pid}) did not stop within {timeout:g} s; it is still running"
     pid_file.unlink(missing_ok=True)
     return f"stopped {role.name} (pid {pid})"
-
-
-def _is_role(pid: int, role: Role) -> bool:
-    """Whether process `pid` runs `role` (its command line names ``boxmaker.<role>``)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"boxmaker.{role.name}".encode() in command or any(
-        part.endswith(role.name.encode()) for part in command
-    )
 
 
 def _alive(pid: int) -> bool:

@@ -40,7 +40,7 @@ class Server:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.memory = Memoryd(config)
-        self.lock = FileLock(config.layout.memory / ".lock")
+        self.lock = FileLock(config.layout.memory_lock)
         self.sockets = [
             FrameServer(config.loop_socket, self.memory.handle, LOOP_KINDS),
             FrameServer(config.broker_socket, self.memory.handle, BROKER_KINDS),

@@ -188,6 +188,24 @@ def set_aside_torn_tail(path: Path) -> bytes:
     return tail
 
 
+def lock_holder(path: Path) -> int | None:
+    """The pid written in a `FileLock` file when a process holds the lock now; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            return int(text) if text.isdigit() else None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 class LockHeld(BoxmakerError):
     """Raised when another process holds a role's lock on the same home."""
 

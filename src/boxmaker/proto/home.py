@@ -70,6 +70,11 @@ class Layout:
         return self.home / "memory"
 
     @property
+    def memory_lock(self) -> Path:
+        """The lock memoryd holds for its whole life (one writer per home); it holds memoryd's pid."""
+        return self.memory / ".lock"
+
+    @property
     def index(self) -> Path:
         """memoryd's disposable index folder."""
         return self.home / "index"
