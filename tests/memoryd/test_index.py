@@ -587,7 +587,7 @@ def test_recalls_on_many_threads_reuse_connections(logged: Memoryd) -> None:
     import os
     import threading
 
-    from boxmaker.memoryd.index import IDLE_READERS
+    from boxmaker.memoryd.readers import IDLE_READERS
 
     recall(logged, "launch")
     before = len(os.listdir("/proc/self/fd"))
@@ -643,3 +643,47 @@ def test_no_invisible_or_odd_line_break_lets_a_hit_forge_a_header(
     assert "[2] identity" not in out.replace("\\[2] identity", "")
     assert "\x00" not in out
     assert all(ch not in out for ch in "\u200b\u2060\ufeff\xad\r\u2028\x85\x0b")
+
+
+def test_status_and_writes_go_between_the_batches_of_a_catch_up(
+    home: Path, service: Memoryd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from boxmaker.memoryd import indexdb
+
+    for n in range(3):
+        write_log(home, f"chat-slow-{n}", [start(), record("user", content=f"slow words {n}")])
+    paused, go = threading.Event(), threading.Event()
+    original = indexdb.IndexDB._collect
+
+    def slow_collect(self: indexdb.IndexDB, *args: Any) -> bool:
+        if not paused.is_set():
+            paused.set()
+            go.wait(30)
+        return original(self, *args)
+
+    monkeypatch.setattr(indexdb.IndexDB, "_collect", slow_collect)
+    catching = threading.Thread(target=service.index.catch_up_all)
+    catching.start()
+    try:
+        assert paused.wait(10)
+        assert service.index.counts().logs == 0  # status does not wait for the catch-up
+        assert call(service, "memory", {"action": "note", "text": "written meanwhile"}).code == "noted"
+    finally:
+        go.set()
+        catching.join()
+    assert service.index.counts().logs == 3
+    assert "written meanwhile" in recall(service, "meanwhile").output
+
+
+def test_a_shrunk_log_rebuilds_in_the_background(home: Path, service: Memoryd) -> None:
+    path = write_log(
+        home, "chat-shrink", [start(), *[record("user", content=f"xray {i}") for i in range(20)]]
+    )
+    service.handle("session_updated", SessionUpdated(session="chat-shrink"))
+    path.write_text("\n".join(path.read_text().split("\n")[:5]) + "\n")
+    service.handle("session_updated", SessionUpdated(session="chat-shrink"))
+    for thread in service.index._background:
+        thread.join(30)
+    assert service.index.counts().records == 4

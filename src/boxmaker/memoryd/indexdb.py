@@ -35,7 +35,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty, Queue
@@ -269,21 +269,37 @@ class IndexDB:
         """
         return self.catch_up_all([session])
 
-    def catch_up_all(self, sessions: Sequence[str] | None = None) -> int:
+    def catch_up_all(
+        self, sessions: Sequence[str] | None = None, lock: AbstractContextManager[Any] | None = None
+    ) -> int:
         """Catch up `sessions` (default: every session), in large transactions. Returns rows added.
+
+        Args:
+            sessions: the sessions to read (None: every session folder).
+            lock: held around each use of the connection (so other writers, such as notes being
+                appended, go between batches); no other catch-up may run meanwhile.
 
         Raises:
             LogShrank: see `catch_up`.
+            Cancelled: `cancel` was set.
         """
+        guard = lock if lock is not None else contextlib.nullcontext()
         names = self.session_ids() if sessions is None else list(sessions)
         select = "SELECT log, records, offset, class, untrusted, tail FROM progress"
-        if len(names) == 1:  # the logs of session S are named "S/N.jsonl": from "S/" up to "S0"
-            rows = self.conn.execute(f"{select} WHERE log >= ? AND log < ?", (f"{names[0]}/", f"{names[0]}0"))
-        else:
-            rows = self.conn.execute(select)
-        progress = {str(row[0]): tuple(row[1:]) for row in rows}
+        with guard:
+            if len(names) == 1:  # the logs of session S are named "S/N.jsonl": from "S/" up to "S0"
+                rows = self.conn.execute(
+                    f"{select} WHERE log >= ? AND log < ?", (f"{names[0]}/", f"{names[0]}0")
+                )
+            else:
+                rows = self.conn.execute(select)
+            progress = {str(row[0]): tuple(row[1:]) for row in rows}
         batches = self._batches(names, progress)
-        return sum(self._flush(batch) for batch in (prefetch(batches) if len(names) > 1 else batches))
+        added = 0
+        for batch in prefetch(batches) if len(names) > 1 else batches:
+            with guard:
+                added += self._flush(batch)
+        return added
 
     def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Encoded]:
         """Rows of every session past its progress, in batches (no SQL). The first batches are
@@ -382,28 +398,34 @@ class IndexDB:
             )
         return bool(decoded) and not state.damaged and len(data) >= CHUNK_BYTES
 
-    def _flush(self, batch: _Encoded) -> int:
-        """Write one batch in one transaction; each table in one statement over a JSON array, during
-        which SQLite does not hold Python's lock (so the producer thread keeps working)."""
-        first = self._next
+    def _flush(self, batch: _Encoded, meta: dict[str, str] | None = None) -> int:
+        """Write one batch (and `meta` values) in one transaction."""
         with transaction(self.conn):
-            if batch.count:
-                self.conn.execute(
-                    "INSERT INTO sources(rowid, kind, data)"
-                    " SELECT key + ?, value ->> 1, value FROM json_each(?)",
-                    (first, batch.sources),
-                )
-                self.conn.execute(
-                    "INSERT INTO hits(rowid, text, ctx, time)"
-                    " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
-                    (first, batch.searchable),
-                )
+            added = self._write(batch)
+            for key, value in (meta or {}).items():
+                self.set_meta(key, value)
+        return added
+
+    def _write(self, batch: _Encoded) -> int:
+        """Write one batch inside the caller's transaction; each table in one statement over a JSON
+        array, during which SQLite does not hold Python's lock (the producer thread keeps working)."""
+        first = self._next
+        if batch.count:
             self.conn.execute(
-                "INSERT OR REPLACE INTO progress(log, records, offset, class, untrusted, tail)"
-                " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
-                " FROM json_each(?)",
-                (batch.progress,),
+                "INSERT INTO sources(rowid, kind, data) SELECT key + ?, value ->> 1, value FROM json_each(?)",
+                (first, batch.sources),
             )
+            self.conn.execute(
+                "INSERT INTO hits(rowid, text, ctx, time)"
+                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
+                (first, batch.searchable),
+            )
+        self.conn.execute(
+            "INSERT OR REPLACE INTO progress(log, records, offset, class, untrusted, tail)"
+            " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
+            " FROM json_each(?)",
+            (batch.progress,),
+        )
         self._next = first + batch.count
         return batch.count
 
@@ -414,8 +436,7 @@ class IndexDB:
 
     # Notes -------------------------------------------------------------------------------------------
 
-    def add_notes(self, notes: Sequence[Note]) -> int:
-        """Index notes (appended to notes.md). Returns how many were indexed (not above max_class)."""
+    def _notes_batch(self, notes: Sequence[Note]) -> _Encoded:
         batch = _Batch()
         for note in notes:
             if note.label.data_class > self.max_class:
@@ -438,17 +459,23 @@ class IndexDB:
                 )
             )
             batch.rows.searchable.append((searchable_text(note.text), "", time_of(time)))
-        added = self._flush(batch.encoded())
-        self.set_meta("notes_count", str(int(self.meta("notes_count") or 0) + len(notes)))
-        return added
+        return batch.encoded()
 
-    def replace_notes(self, notes: Sequence[Note]) -> int:
-        """Take every note out of the index and index `notes` instead (notes.md edited by hand).
+    def add_notes(self, notes: Sequence[Note], meta: dict[str, str] | None = None) -> int:
+        """Index notes appended to notes.md, and set `meta` (what notes.md is now), in one
+        transaction. Returns how many were indexed (not above max_class)."""
+        count = int(self.meta("notes_count") or 0) + len(notes)
+        return self._flush(self._notes_batch(notes), {**(meta or {}), "notes_count": str(count)})
+
+    def replace_notes(self, notes: Sequence[Note], meta: dict[str, str] | None = None) -> int:
+        """Take every note out of the index and index `notes` instead (notes.md edited by hand), in
+        one transaction with `meta`.
 
         The table is contentless, so each row is deleted with the values it was indexed with,
         made again from the text kept in `sources`.
         """
         rows = self.conn.execute("SELECT rowid, data FROM sources WHERE kind = 'note'").fetchall()
+        batch = self._notes_batch(notes)
         with transaction(self.conn):
             for rowid, data in rows:
                 source = json.loads(data)
@@ -457,8 +484,10 @@ class IndexDB:
                     (rowid, searchable_text(source[11]), time_of(source[6])),
                 )
             self.conn.execute("DELETE FROM sources WHERE kind = 'note'")
-            self.set_meta("notes_count", "0")
-        return self.add_notes(notes)
+            added = self._write(batch)
+            for key, value in {**(meta or {}), "notes_count": str(len(notes))}.items():
+                self.set_meta(key, value)
+        return added
 
     def meta(self, key: str) -> str | None:
         """A value of the meta table, or None."""
@@ -471,10 +500,15 @@ class IndexDB:
 
     def counts(self) -> Counts:
         """Logs read, rows from sessions, rows from notes."""
-        logs = self.conn.execute("SELECT count(*) FROM progress").fetchone()[0]
-        notes = self.conn.execute("SELECT count(*) FROM sources WHERE kind = 'note'").fetchone()[0]
-        total = self.conn.execute("SELECT count(*) FROM sources").fetchone()[0]
-        return Counts(int(logs), int(total - notes), int(notes))
+        return counts_of(self.conn)
+
+
+def counts_of(conn: sqlite3.Connection) -> Counts:
+    """Logs read, rows from sessions and rows from notes of an index file."""
+    logs = conn.execute("SELECT count(*) FROM progress").fetchone()[0]
+    notes = conn.execute("SELECT count(*) FROM sources WHERE kind = 'note'").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
+    return Counts(int(logs), int(total - notes), int(notes))
 
 
 _ENCODER = msgspec.json.Encoder()

@@ -10,6 +10,8 @@ are marked and do not count toward tiers.
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,8 @@ from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileUnreadable, Store
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import Label
+
+log = logging.getLogger("boxmaker.memoryd.recall")
 
 QUERY_LIMIT = 500
 #: How long a recall waits for the index to be ready at start before it says it is not, in seconds.
@@ -66,9 +70,13 @@ class Recaller:
             return sentences.query_length(len(text))
         if not self.index.wait_ready(READY_WAIT):
             return sentences.INDEX_NOT_READY
-        self.index.refresh_notes()
         query = build(text)
-        return self.index.search(query, k), query.terms
+        try:
+            self.index.refresh_notes()
+            return self.index.search(query, k), query.terms
+        except sqlite3.Error as exc:
+            log.error("memory-index-damaged: recall could not read the index: %s", exc)
+            return sentences.index_unreadable(str(exc))
 
     def recall(
         self, text: str, k: int, session: str, *, owner: bool = False, bench: bool = False

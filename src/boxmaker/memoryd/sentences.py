@@ -119,6 +119,15 @@ INDEX_NOT_READY = Refusal(
 )
 
 
+def index_unreadable(why: str) -> Refusal:
+    """The index file cannot be read (runbook memory-index-damaged)."""
+    return Refusal(
+        "refused:unavailable",
+        f"recall cannot read memoryd's index ({why}); the owner can rebuild it with bxctl reindex "
+        "(runbook: memory-index-damaged)",
+    )
+
+
 def updated(file: str, size: int, limit: int) -> str:
     """An identity edit was applied."""
     return f"{file} updated ({size:,} of {limit:,} characters); the change takes effect in the next session"
