@@ -328,3 +328,10 @@ def test_down_on_a_copy_of_a_home_leaves_the_original_running(home: Path) -> Non
         assert run("status").returncode == 0
     finally:
         run("down")
+
+
+def test_a_bom_in_an_argument_is_sent_as_it_is(fake: FakeMemoryd) -> None:
+    fake.replies["note"] = ("refused (invisible): ...", {"code": "refused:invisible"})
+    result = CliRunner().invoke(cli, ["memory", "note", "\ufeffOwner prefers UTC"])
+    assert result.exit_code == 1
+    assert fake.requests == [MemoryAdmin(command="note", arg="\ufeffOwner prefers UTC")]

@@ -216,6 +216,7 @@ def test_too_long_socket_path_is_a_clear_error(home: Path) -> None:
     assert result.returncode == 1
     assert "over the platform's limit" in result.stderr
     assert not sockets(home)["loop"].exists()
+    assert not (home / "memory").exists()  # refused before anything was created
 
 
 def test_help_and_typos_never_print_a_traceback() -> None:

@@ -687,3 +687,12 @@ def test_a_shrunk_log_rebuilds_in_the_background(home: Path, service: Memoryd) -
     for thread in service.index._background:
         thread.join(30)
     assert service.index.counts().records == 4
+
+
+def test_commands_that_take_no_arg_refuse_one(service: Memoryd) -> None:
+    from boxmaker.proto.errors import InvalidBody
+    from boxmaker.proto.messages import MemoryAdmin
+
+    for command in ("status", "files", "show", "pending"):
+        with pytest.raises(InvalidBody, match=f"{command} takes no arg"):
+            service.handle("memory_admin", MemoryAdmin(command=command, arg="extra"))

@@ -352,3 +352,11 @@ def test_a_damaged_pending_line_is_refused_by_name(home: Path, clock: Clock) -> 
     assert "reject it" in answer.output
     assert memory.writer.reject("p-2026-09-24-0001").ok
     assert memory.read("memory.md") == ""
+
+
+def test_temp_files_of_interrupted_writes_are_removed_at_start(home: Path, clock: Clock) -> None:
+    memory = Memory(home, clock)
+    (memory.dir / ".memory.md.tmp-12345").write_text("half")
+    (memory.dir / "..intent.json.tmp-999").write_text("half")
+    Memory(home, clock)
+    assert sorted(p.name for p in memory.dir.glob(".*tmp*")) == []

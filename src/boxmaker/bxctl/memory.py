@@ -189,8 +189,8 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
 def _text(text: str) -> str:
-    """The owner's TEXT: the argument, or standard input for "-", as UTF-8; a leading BOM dropped
-    and CRLF read as LF, as for files edited by hand.
+    """The owner's TEXT: the argument, or standard input for "-", as UTF-8. Standard input is read
+    as files edited by hand are (a leading BOM dropped, CRLF as LF); an argument is taken as it is.
 
     Raises:
         click.BadParameter: the bytes are not UTF-8 (Python carries them as lone surrogates).
@@ -203,9 +203,10 @@ def _text(text: str) -> str:
             raise click.BadParameter(
                 f"standard input is not UTF-8 (byte {exc.start:,})", param_hint="TEXT"
             ) from None
-    elif _UNDECODABLE.search(text):
+        return text.removeprefix("\ufeff").replace("\r\n", "\n")
+    if _UNDECODABLE.search(text):
         raise click.BadParameter("the argument is not UTF-8", param_hint="TEXT")
-    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+    return text
 
 
 @memory.command(name="add")

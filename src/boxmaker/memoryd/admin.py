@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
 
 
+#: The commands that take no `arg`.
+NO_ARG = frozenset({"status", "pending", "files", "show", "add"})
 #: The keys of `args` each command takes (any other key is refused, naming it).
 ARGS: dict[str, frozenset[str]] = {"search": frozenset({"k"}), "add": frozenset({"file", "text"})}
 
@@ -59,6 +61,8 @@ def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     unknown = sorted(set(request.args) - ARGS.get(request.command, frozenset()))
     if unknown:
         raise InvalidBody("memory_admin", f"{request.command} takes no argument {unknown[0]!r}")
+    if request.arg and request.command in NO_ARG:
+        raise InvalidBody("memory_admin", f"{request.command} takes no arg, not {request.arg[:40]!r}")
     return command(memory, request)
 
 

@@ -20,7 +20,7 @@ from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, Memo
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
 from boxmaker.proto.home import ensure_home
-from boxmaker.proto.wire import FrameServer
+from boxmaker.proto.wire import FrameServer, check_socket_path
 
 log = logging.getLogger("boxmaker.memoryd")
 
@@ -58,6 +58,8 @@ class Server:
         if problem:
             raise StartFailed(problem)
         try:
+            for server in self.sockets:
+                check_socket_path(server.path)
             ensure_home(self.config.home)
             self.config.layout.memory.mkdir(mode=0o700, exist_ok=True)
             self.lock.acquire()

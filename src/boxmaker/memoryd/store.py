@@ -79,7 +79,9 @@ class Store:
         return self.dir / spec.name
 
     def ensure(self) -> list[str]:
-        """Create the folder and every missing file; never overwrite. Returns the names created.
+        """Create the folder and every missing file; never overwrite; remove the temp files of
+        writes a crash interrupted (their content is in the journal or never took effect). Returns
+        the names created.
 
         Raises:
             OSError: when the folder or a file cannot be created.
@@ -88,6 +90,8 @@ class Store:
         fsio.ensure_dir(self.dir)
         fsio.ensure_dir(self.dir / "edits")
         fsio.ensure_dir(self.dir / "recalls")
+        for leftover in self.dir.glob(".*.tmp-*"):  # a whole-file write a crash interrupted
+            leftover.unlink(missing_ok=True)
         created = []
         if not self.soul_path.exists():
             try:

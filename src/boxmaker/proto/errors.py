@@ -60,6 +60,8 @@ class FrameTruncated(ProtocolError):
 
     def __init__(self, got: int, wanted: int) -> None:
         super().__init__(f"connection closed after {got:,} of {wanted:,} bytes of a frame")
+        self.got = got
+        self.wanted = wanted
 
 
 class MalformedMessage(ProtocolError):

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from boxmaker.proto import frame, fsio, messages
-from boxmaker.proto.errors import BoxmakerError, FrameTooLarge, PeerError, ProtocolError
+from boxmaker.proto.errors import BoxmakerError, FrameTooLarge, FrameTruncated, PeerError, ProtocolError
 from boxmaker.proto.messages import Body, Error
 
 #: The longest socket path the platform takes, in bytes (Linux `sun_path` minus the NUL).
@@ -242,6 +242,12 @@ def call(path: Path, body: Body, timeout: float = 30.0) -> Body:
             raise PeerError("unreachable", f"no answer at {path} within {timeout:g} s") from None
         except OSError as exc:
             raise PeerError("unreachable", f"connection to {path} failed ({exc})") from None
+        except FrameTruncated as exc:
+            if exc.got == 0 and exc.wanted == 4:
+                raise PeerError(
+                    "unreachable", f"{path} closed the connection before answering (stopped?)"
+                ) from None
+            raise PeerError("bad-reply", f"bad reply from {path}: {exc.message}") from None
         except ProtocolError as exc:
             raise PeerError("bad-reply", f"bad reply from {path}: {exc.message}") from None
     finally:
