@@ -696,3 +696,21 @@ def test_commands_that_take_no_arg_refuse_one(service: Memoryd) -> None:
     for command in ("status", "files", "show", "pending"):
         with pytest.raises(InvalidBody, match=f"{command} takes no arg"):
             service.handle("memory_admin", MemoryAdmin(command=command, arg="extra"))
+
+
+def test_a_question_of_common_words_ranks_the_newest_rows_that_hold_them(
+    home: Path, service: Memoryd
+) -> None:
+    from boxmaker.memoryd.query import build
+    from boxmaker.memoryd.search import BUDGET, plan
+
+    rows = [record("user", content=f"ann said hello number {i}") for i in range(BUDGET + 600)]
+    write_log(home, "chat-common", [start(), *rows])
+    service.handle("session_updated", SessionUpdated(session="chat-common"))
+    with service.index.readers.reading() as conn:
+        [(_, lowest)] = plan(conn, build("ann hello"))
+    assert lowest > 600  # only the newest rows are scored
+    out = recall(service, "ann hello", k=3).output
+    numbers = [int(line.rsplit(" ", 1)[1]) for line in out.split("\n") if line.startswith("ann said")]
+    assert len(numbers) == 3
+    assert all(n >= 600 for n in numbers)

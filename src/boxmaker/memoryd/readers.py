@@ -20,7 +20,7 @@ from pathlib import Path
 from boxmaker.memoryd.hits import Hit
 from boxmaker.memoryd.indexdb import Counts, counts_of
 from boxmaker.memoryd.query import Query
-from boxmaker.memoryd.search import Frequencies, hits, merge, plan, scored
+from boxmaker.memoryd.search import Frequencies, Planned, hits, merge, plan, scored
 
 #: Reader connections kept open between recalls, at most.
 IDLE_READERS = 4
@@ -110,9 +110,9 @@ class Readers:
             first = scored(conn, matches[0], k)
             return hits(conn, merge([first, second.result()], k))
 
-    def _scored_elsewhere(self, match: str, k: int) -> list[tuple[int, float]]:
+    def _scored_elsewhere(self, planned: Planned, k: int) -> list[tuple[int, float]]:
         with self._connection() as conn:
-            return scored(conn, match, k)
+            return scored(conn, planned, k)
 
     def counts(self) -> Counts:
         """What the file holds (without waiting for a writer)."""

@@ -17,8 +17,12 @@ the terms by document frequency:
   rows that hold at least one rare term.
 
 What this leaves out: rows that hold only common terms, which the full query would rank low anyway
-(measured in bench/scale.py: the same quality on LoCoMo inside 100,000 other records, and recall p99
-within its targets at 100,000 and 1,000,000 rows).
+(measured while choosing the method: the same quality on LoCoMo inside 100,000 other records; and
+bench/scale.py: recall p99 within its targets at 100,000 and 1,000,000 rows).
+
+When every term is common (a question made of the owner's name and a month, say), no term narrows
+the search: the full query then ranks, by the same bm25, the newest `BUDGET` rows that hold one of
+its terms (FTS5 walks its lists by rowid, newest first, cheaply), rather than scoring every row.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ WEIGHTS = (1.0, 0.5, 0.3)
 BUDGET = 2000
 
 _BM25 = f"bm25(hits, {', '.join(str(w) for w in WEIGHTS)})"
-_RANKED = f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ? ORDER BY {_BM25} LIMIT ?"
+_RANKED = f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ? AND rowid >= ? ORDER BY {_BM25} LIMIT ?"
+_NEWEST = "SELECT rowid FROM hits WHERE hits MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
 _COUNT = "SELECT count(*) FROM (SELECT 1 FROM hits WHERE hits MATCH ? LIMIT ?)"
 _SOURCES = "SELECT rowid, data FROM sources WHERE rowid IN ({})"
 _DECODER = msgspec.json.Decoder(
@@ -69,20 +74,28 @@ class Frequencies:
         return count
 
 
-def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None = None) -> list[str]:
-    """The MATCH strings to run for `query`: the full OR query alone, or, on a large index with a
-    common term, the rare-and-common query and the rare-only query (see the module's docstring).
+#: One query to run: its MATCH string and the lowest rowid it may score (0: any).
+Planned = tuple[str, int]
+
+
+def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None = None) -> list[Planned]:
+    """The queries to run for `query`: the full OR query alone; or, on a large index with a common
+    term, the rare-and-common query and the rare-only query; or, when every term is common, the
+    full query over the newest rows (see the module's docstring).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
     """
     terms = list(query.terms)
     size = conn.execute("SELECT coalesce(max(rowid), 0) FROM sources").fetchone()[0]
-    if len(terms) < 2 or size <= BUDGET:
-        return [query.match]
+    if size <= BUDGET:
+        return [(query.match, 0)]
     known = frequencies or Frequencies()
     frequency = {t: known.get(conn, t, size) for t in terms}
     ordered = sorted(terms, key=lambda t: frequency[t])
+    if frequency[ordered[0]] > BUDGET:
+        newest = conn.execute(_NEWEST, (query.match, BUDGET - 1)).fetchone()
+        return [(query.match, int(newest[0]) if newest else 0)]
     rare = [ordered[0]]
     spent = frequency[ordered[0]]
     for term in ordered[1:]:
@@ -92,18 +105,19 @@ def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None
         spent += frequency[term]
     common = [t for t in terms if t not in rare]
     if not common:
-        return [query.match]
+        return [(query.match, 0)]
     rare_match = render_match(rare)
-    return [f"({rare_match}) AND ({render_match(common)})", rare_match]
+    return [(f"({rare_match}) AND ({render_match(common)})", 0), (rare_match, 0)]
 
 
-def scored(conn: sqlite3.Connection, match: str, k: int) -> list[tuple[int, float]]:
-    """The best `k` (rowid, bm25) of one MATCH string (lower scores are better).
+def scored(conn: sqlite3.Connection, planned: Planned, k: int) -> list[tuple[int, float]]:
+    """The best `k` (rowid, bm25) of one planned query (lower scores are better).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
     """
-    return [(int(rowid), float(score)) for rowid, score in conn.execute(_RANKED, (match, k))]
+    match, lowest = planned
+    return [(int(rowid), float(score)) for rowid, score in conn.execute(_RANKED, (match, lowest, k))]
 
 
 def merge(results: Sequence[list[tuple[int, float]]], k: int) -> list[int]:
@@ -118,12 +132,12 @@ def merge(results: Sequence[list[tuple[int, float]]], k: int) -> list[int]:
 
 def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencies | None = None) -> list[int]:
     """The rowids of the best `k` rows for `query`, best first (the queries of `plan`, one after
-    the other; `Index.search` runs them side by side).
+    the other; `Readers.search` runs them side by side).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
     """
-    return merge([scored(conn, match, k) for match in plan(conn, query, frequencies)], k)
+    return merge([scored(conn, planned, k) for planned in plan(conn, query, frequencies)], k)
 
 
 def hits(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Hit]:
