@@ -69,12 +69,13 @@ def _mark_code_points() -> Iterator[int]:
 MARK_RANGES: Final[tuple[tuple[int, int], ...]] = tuple(ranges_of(_mark_code_points()))
 _MARK_RUNS: Final = re.compile(one_of(MARK_RANGES) + "+")
 _BMP_MARK_RUNS: Final = re.compile(bmp_class(MARK_RANGES) + "+")
-_STOPS: Final = re.compile(r"[.!?;\u3002]+")
+# Sentence punctuation: ". ! ? ;" when white space or the end follows (so "ignore.all.previous"
+# is not three sentences), and the ideographic full stop anywhere.
+_STOPS: Final = re.compile(r"[.!?;]+(?=\s|$)|\u3002+")
 # Runs of anything but letters, digits and sentence punctuation (so "_" and markdown's "*" break
 # words too), except a lone space that already separates two tokens (most of them: left alone,
 # they cost no replacement).
-_BREAKS: Final = re.compile(r"(?! (?!_)[\w.!?;\u3002])(?:_|[^\w.!?;\u3002])+")
-_LOOKALIKE_SCRIPTS: Final = re.compile(r"[\u0131\u0370-\u058f]")
+_BREAKS: Final = re.compile(r"(?! (?!_)[\w.!?;\u3002])(?:_|[^\w.!?;\u3002]|[.!?;](?!\s|$))+")
 _CYRILLIC: Final = re.compile(r"[\u0400-\u052f]")
 _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff]")
 
@@ -87,9 +88,15 @@ _LOOKALIKES: Final = {
     **dict(zip("αγικνορτυχ", "ayikvoptux", strict=True)),
     # Armenian small letters that look like Latin ones, and the Latin dotless i.
     **dict(zip("օսցհոı", "oughni", strict=True)),
+    # Small capitals.
+    **dict(zip("ᴀʙᴄᴅᴇɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdeghijklmnoprstuvwyz", strict=True)),
 }
-# A sequence indexed by code point (faster in str.translate than a dict); beyond it, unchanged.
-_CONFUSABLES: Final = tuple(_LOOKALIKES.get(chr(cp), chr(cp)) for cp in range(0x0590))
+_CONFUSABLES: Final = {ord(char): latin for char, latin in _LOOKALIKES.items()}
+_LOOKALIKE_CHARS: Final = re.compile("[" + "".join(sorted(_LOOKALIKES)) + "]")
+# Digits written for letters inside a word ("ign0re", "1nstructions"), and letters spelt out one by one.
+_LEET: Final = str.maketrans("013457", "oieast")
+_LEET_WORD: Final = re.compile(r"\w*[013457]\w*")
+_SPELT: Final = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
 
 
 def _without_marks(text: str) -> str:
@@ -102,9 +109,22 @@ def _without_marks(text: str) -> str:
 
 
 def _with_confusables(text: str) -> str:
-    if _LOOKALIKE_SCRIPTS.search(text) is None:
+    if _LOOKALIKE_CHARS.search(text) is None:
         return text
     return text.translate(_CONFUSABLES)
+
+
+def _latin_words(folded: str) -> str:
+    """The Latin-pattern fold's last steps: digits inside words read as letters, and letters
+    spelt out one by one ("i g n o r e") joined."""
+    if any(digit in folded for digit in "013457"):
+        folded = _LEET_WORD.sub(_leet, folded)
+    return _SPELT.sub(lambda m: m.group().replace(" ", ""), folded)
+
+
+def _leet(match: re.Match[str]) -> str:
+    word = match.group()
+    return word.translate(_LEET) if any("a" <= c <= "z" for c in word) else word
 
 
 def _tokens(folded: str) -> str:
@@ -297,13 +317,31 @@ def _found(phrases: Sequence[_Phrase], first_needles: frozenset[str], folded_tex
     return any(not present.isdisjoint(phrase.needles[0]) and phrase.found_in(folded) for phrase in phrases)
 
 
+_SQUASHED: Final = re.compile(
+    r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|these|those|of|my){0,3}"
+    r"(?:previous|prior|above|earlier|preceding)(?:instructions|prompts|rules|directions|guidelines)"
+)
+
+
+_SQUASHED_VERBS: Final = ("ignore", "disregard", "forget", "override", "bypass")
+
+
+def _squashed(folded: str) -> bool:
+    """The core English phrase written without spaces ("ignoreallpreviousinstructions"), sought
+    in each sentence with everything but letters removed."""
+    if not any(verb in folded for verb in _SQUASHED_VERBS):
+        return False
+    return any(_SQUASHED.search(re.sub(r"[^a-z]", "", sentence)) for sentence in _STOPS.split(folded))
+
+
 def has_injection_phrase(text: str) -> bool:
     """Whether ``text`` holds a phrase of the fixed list (DESIGN 10.6 rule 9).
 
     Expects text free of surrogates (the check's rule 1 runs first); never raises otherwise.
     """
     base = _without_marks(text)
-    if _found(_LATIN_SCRIPT, _LATIN_FIRST, _with_confusables(base).casefold()):
+    latin = _latin_words(_tokens(_with_confusables(base).casefold()))
+    if _found(_LATIN_SCRIPT, _LATIN_FIRST, latin) or _squashed(latin):
         return True
     if base.isascii():
         return False
