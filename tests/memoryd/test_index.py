@@ -714,3 +714,17 @@ def test_a_question_of_common_words_ranks_the_newest_rows_that_hold_them(
     numbers = [int(line.rsplit(" ", 1)[1]) for line in out.split("\n") if line.startswith("ann said")]
     assert len(numbers) == 3
     assert all(n >= 600 for n in numbers)
+
+
+def test_a_note_deleted_by_hand_then_a_write_is_not_recalled(home: Path, service: Memoryd) -> None:
+    for text in ("durian one", "durian two", "durian three"):
+        call(service, "memory", {"action": "note", "text": text})
+    notes = home / "memory" / "notes.md"
+    text = notes.read_text()
+    last_header = text.rindex("§ noted")
+    notes.write_text(text[:last_header])  # the owner removes the last note, header and all
+    call(service, "memory", {"action": "note", "text": "durian five"})  # a write comes first
+    out = recall(service, "durian").output
+    assert "durian three" not in out
+    assert "durian five" in out
+    assert service.index.counts().notes == 3
