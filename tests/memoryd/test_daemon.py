@@ -153,6 +153,7 @@ def test_stale_sockets_are_removed(home: Path) -> None:
     process = spawn_memoryd(home)
     try:
         wait_until_answers(process, sockets(home)["admin"])
+        assert all(path.is_socket() for path in sockets(home).values())
     finally:
         stop(process)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 from typing import Any
@@ -162,8 +161,14 @@ def test_frame_round_trip(payload: bytes, rest: bytes) -> None:
 
 @given(st.binary(max_size=300))
 def test_decode_never_crashes(payload: bytes) -> None:
-    with contextlib.suppress(MalformedMessage, UnknownKind, InvalidBody):
-        messages.decode(payload)
+    try:
+        kind, _ = messages.decode(payload)
+    except (MalformedMessage, UnknownKind, InvalidBody) as exc:
+        code = exc.code
+    else:
+        code = "decoded"
+        assert kind in messages.KINDS
+    assert code in {"decoded", "malformed-message", "unknown-kind", "invalid-body"}
 
 
 _json = st.recursive(

@@ -148,15 +148,19 @@ def decode_record(line: bytes) -> Record:
     except msgspec.ValidationError as exc:
         raise ValueError(str(exc)) from None
     except msgspec.DecodeError:
-        pass  # maybe a lone surrogate escape msgspec refuses: the standard library keeps it
+        return _decode_slowly(line)  # maybe a lone surrogate escape msgspec refuses
+
+
+def _decode_slowly(line: bytes) -> Record:
+    """Decode with the standard library, which keeps a lone surrogate escape as it is."""
     try:
         value: Any = json.loads(line.decode("utf-8"))
         converted: Record = msgspec.convert(value, Record, strict=True)
-        return _real_time(converted)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ValueError(f"not a JSON record ({exc})") from None
     except msgspec.ValidationError as exc:
         raise ValueError(str(exc)) from None
+    return _real_time(converted)
 
 
 def _real_time(record: Record) -> Record:
