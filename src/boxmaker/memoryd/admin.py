@@ -72,19 +72,26 @@ def _answer(answer: Answer) -> MemoryAdminReply:
 
 def _status(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     del request
-    counts = memory.index.counts()
-    data = {
+    data: dict[str, Any] = {
         "home": str(memory.config.home),
         "pid": os.getpid(),
         "review": memory.config.review,
         "max_class": memory.config.max_class.value,
         "sqlite": sqlite3.sqlite_version,
-        "index": {"logs": counts.logs, "records": counts.records, "notes": counts.notes},
+        "index_ready": memory.index.wait_ready(0),
     }
+    review_state = "on" if memory.config.review else "off"
+    try:
+        counts = memory.index.counts()
+    except sqlite3.Error as exc:
+        data["index"] = None
+        text = f"memoryd {os.getpid()} serving {memory.config.home}: the index cannot be read ({exc})"
+        return MemoryAdminReply(f"{text}; review {review_state}", data)
+    data["index"] = {"logs": counts.logs, "records": counts.records, "notes": counts.notes}
+    building = "" if data["index_ready"] else " (still catching up)"
     text = (
         f"memoryd {os.getpid()} serving {memory.config.home}: {counts.records:,} records from "
-        f"{counts.logs:,} logs and {counts.notes:,} notes indexed; review "
-        f"{'on' if memory.config.review else 'off'}"
+        f"{counts.logs:,} logs and {counts.notes:,} notes indexed{building}; review {review_state}"
     )
     return MemoryAdminReply(text, data)
 
