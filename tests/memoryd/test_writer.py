@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from boxmaker.memoryd.arguments import Add, Consolidate, MemoryAction, Note, RawItem, Remove, Replace
-from boxmaker.memoryd.config import packaged_starter
 from boxmaker.memoryd.journal import Journal
 from boxmaker.memoryd.notes import Note as NoteEntry
 from boxmaker.memoryd.notes import parse
 from boxmaker.memoryd.store import Store
 from boxmaker.memoryd.writer import OWNER, Caller, Writer
 from boxmaker.proto.labels import DataClass, Label
+from boxmaker.proto.settings import packaged_starter
 from conftest import Clock
 
 CLEAN = Caller("chat-clean", "call-1", Label(DataClass.PRIVATE, False))

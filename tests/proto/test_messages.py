@@ -45,6 +45,19 @@ EVERY_BODY = [
     MemoryAdmin(command="log", arg="5"),
     MemoryAdminReply(text="t", data={"rows": [1, 2]}),
     Error(code="memory-unavailable", message="m", runbook="memory-unavailable"),
+    messages.Chat(text="hello"),
+    messages.Chat(text="hello", session="chat-abc"),
+    messages.ChatReply(
+        session="chat-abc",
+        turn=2,
+        reply="hi",
+        tools=[messages.ToolRun(name="recall", code="ok", label=Label(DataClass.PRIVATE, False))],
+        untrusted=False,
+    ),
+    messages.Status(),
+    messages.StatusReply(role="loopd", pid=42, detail="ready", data={"sessions": 3}),
+    messages.BrokerAdmin(command="approve", arg="a-1"),
+    messages.BrokerAdminReply(text="t", data=[]),
 ]
 
 

@@ -25,7 +25,6 @@ that is missing is a start-up error.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import msgspec
@@ -33,7 +32,7 @@ import msgspec
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.home import Layout, resolve_home
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.settings import convert_config, load_toml
+from boxmaker.proto.settings import convert_config, load_toml, packaged_starter
 
 
 class _Paths(msgspec.Struct, forbid_unknown_fields=True):
@@ -78,11 +77,6 @@ class Config:
     def layout(self) -> Layout:
         """The home's layout."""
         return Layout(self.home)
-
-
-def packaged_starter(name: str) -> Path:
-    """A starter file shipped in the package (``boxmaker/config/<name>``)."""
-    return Path(str(resources.files("boxmaker.config").joinpath(name)))
 
 
 def load(config_path: Path | None = None, cli_home: str | None = None) -> Config:

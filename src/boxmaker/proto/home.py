@@ -112,3 +112,43 @@ class Layout:
     def memory_admin_socket(self) -> Path:
         """memoryd's socket for the owner's bxctl (M5a section 7)."""
         return self.socket("owner", "memory", "admin.sock")
+
+    @property
+    def broker(self) -> Path:
+        """brokerd's files: sessions/<id>.json (each session's label) and audit/ (the audit log)."""
+        return self.home / "broker"
+
+    @property
+    def broker_lock(self) -> Path:
+        """The lock brokerd holds for its whole life (one broker per home); it holds brokerd's pid."""
+        return self.broker / ".lock"
+
+    @property
+    def grants(self) -> Path:
+        """The owner's grants: one TOML file per grant."""
+        return self.home / "grants"
+
+    @property
+    def jobs(self) -> Path:
+        """The owner's cron jobs and loopd's runs.jsonl (M5d 4.2)."""
+        return self.home / "jobs"
+
+    @property
+    def loop_lock(self) -> Path:
+        """The lock loopd holds for its whole life (one loop per home); it holds loopd's pid."""
+        return self.sessions / ".lock"
+
+    @property
+    def broker_loop_socket(self) -> Path:
+        """brokerd's socket for loopd's tool calls."""
+        return self.socket("loop", "broker", "broker.sock")
+
+    @property
+    def broker_admin_socket(self) -> Path:
+        """brokerd's socket for the owner's bxctl (approvals, grants, status)."""
+        return self.socket("owner", "broker", "admin.sock")
+
+    @property
+    def loop_owner_socket(self) -> Path:
+        """loopd's socket for the owner's bxctl (chat, status)."""
+        return self.socket("owner", "loop", "chat.sock")

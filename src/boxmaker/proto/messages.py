@@ -105,6 +105,62 @@ class MemoryAdminReply(_Body, frozen=True):
     data: Any = None
 
 
+class ToolRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One tool call a turn made, as `chat_reply` reports it to the owner."""
+
+    name: str
+    code: str
+    label: Label | None
+
+
+class Chat(_Body, frozen=True):
+    """`chat` (bxctl -> loopd's owner socket): one owner message; `session` null starts a new session,
+    an unknown id starts that session, a known one goes on with it (DESIGN 10.5)."""
+
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
+    session: SessionIdStr | None = None
+
+
+class ChatReply(_Body, frozen=True):
+    """`chat_reply`: the assistant's reply to the owner, the session and turn it belongs to, the tools
+    the turn ran, and whether the session has read untrusted content."""
+
+    session: SessionIdStr
+    turn: Count
+    reply: str
+    tools: list[ToolRun]
+    untrusted: bool
+
+
+class Status(_Body, frozen=True):
+    """`status` (bxctl -> a role's owner socket): is the role up, and how is it."""
+
+
+class StatusReply(_Body, frozen=True):
+    """`status_reply`: the role's name, its pid, a one-line summary and details for ``--json``."""
+
+    role: str
+    pid: Count
+    detail: str
+    data: Any = None
+
+
+class BrokerAdmin(_Body, frozen=True):
+    """`broker_admin` (bxctl -> brokerd's owner socket): ``approvals``, ``approve``, ``deny``, ``grants``,
+    ``sessions``; the same shape as `memory_admin` (DESIGN 10.3)."""
+
+    command: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z-]{0,31}\Z")]
+    arg: str = ""
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class BrokerAdminReply(_Body, frozen=True):
+    """`broker_admin_reply`: `text` is what bxctl prints, `data` what `--json` prints."""
+
+    text: str
+    data: Any = None
+
+
 class Error(_Body, frozen=True):
     """`error`: a transport or validation failure (DESIGN 3)."""
 
@@ -125,6 +181,12 @@ Body: TypeAlias = (
     | Reindexed
     | MemoryAdmin
     | MemoryAdminReply
+    | Chat
+    | ChatReply
+    | Status
+    | StatusReply
+    | BrokerAdmin
+    | BrokerAdminReply
     | Error
 )
 
@@ -140,6 +202,12 @@ KINDS: dict[str, type[Body]] = {
     "reindexed": Reindexed,
     "memory_admin": MemoryAdmin,
     "memory_admin_reply": MemoryAdminReply,
+    "chat": Chat,
+    "chat_reply": ChatReply,
+    "status": Status,
+    "status_reply": StatusReply,
+    "broker_admin": BrokerAdmin,
+    "broker_admin_reply": BrokerAdminReply,
     "error": Error,
 }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,3 +65,8 @@ def _explain(message: str) -> str:
         name = f"[{table}] {key}" if table else key
         return f"{name}: {located.group('why')}"
     return message
+
+
+def packaged_starter(name: str) -> Path:
+    """A starter file shipped in the package (``boxmaker/config/<name>``; DESIGN 10.1)."""
+    return Path(str(resources.files("boxmaker.config").joinpath(name)))
