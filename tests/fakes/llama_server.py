@@ -1,0 +1,501 @@
+"""A fake model server that answers like llama.cpp's ``llama-server`` on the wire (DESIGN section 7).
+
+Its shapes follow the recordings in ``../shared/data/llama-server/`` (README.md there): ``/props``,
+``/slots``, ``/health``, ``/tokenize`` and ``/v1/chat/completions`` with ``timings``, a per-slot prompt
+cache, tool calls, ``reasoning_content`` and the ``exceed_context_size_error``. With ``degraded=True`` it
+is an OpenAI-compatible server without slots instead (like llama-cpp-python's): no ``/props``, ``/slots``
+or ``/tokenize``, no ``timings``, only ``usage``, and the OpenAI-style context error.
+
+Use it as a real HTTP server on 127.0.0.1 (``with FakeLlamaServer() as server: server.url``), or without
+a socket through ``server.transport()`` (an ``httpx.MockTransport`` on the same logic), or as a script::
+
+    python tests/fakes/llama_server.py --port 8080 [--n-ctx 4096] [--slots 2] [--degraded]
+
+The tokenizer is a regex (``\\w+|[^\\w\\s]``) over a canonical rendering of the tools and the messages, in
+that order, so a request that strictly extends the previous prompt and reply shares their token prefix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+MODEL = "fake-model-q4_k_m.gguf"
+
+
+@dataclass
+class FakeReply:
+    """A scripted assistant reply: text, tool calls as (name, arguments), reasoning."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    reasoning: str | None = None
+
+
+Script = FakeReply | Callable[[dict[str, Any]], FakeReply]
+
+
+# The tokenizer and the canonical prompt ------------------------------------------------------------
+
+
+def tokens(text: str) -> list[str]:
+    """The fake tokenizer: words and single punctuation marks."""
+    return TOKEN.findall(text)
+
+
+def token_id(token: str) -> int:
+    """A stable id for a token, as /tokenize returns them."""
+    return zlib.crc32(token.encode("utf-8")) % 32000
+
+
+def cut(text: str, count: int) -> str:
+    """The start of ``text`` that holds its first ``count`` tokens."""
+    if count <= 0:
+        return ""
+    ends = [match.end() for match in TOKEN.finditer(text)]
+    return text if count >= len(ends) else text[: ends[count - 1]]
+
+
+def text_of(content: Any) -> str:
+    """A message's content as text (a string, or a list of ``{"type": "text", "text"}`` parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def render_reply(content: str | None, calls: list[dict[str, Any]], reasoning: str | None) -> str:
+    """An assistant message's body, the same for a generated reply and the history that replays it."""
+    text = f"<think>{reasoning}</think>" if reasoning else ""
+    text += content or ""
+    for call in calls:
+        function = call.get("function", {})
+        text += f"<tool_call>{function.get('name')} {function.get('arguments')}</tool_call>"
+    return text
+
+
+def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """The canonical prompt: tools, then each message, then the generation prompt."""
+    parts = []
+    if tools:
+        parts.append(f"<|im_start|>tools\n{json.dumps(tools, sort_keys=True)}<|im_end|>\n")
+    for message in messages:
+        role = str(message.get("role"))
+        if role == "assistant":
+            body = render_reply(
+                text_of(message.get("content")),
+                message.get("tool_calls") or [],
+                message.get("reasoning_content") or message.get("reasoning"),
+            )
+        elif role == "tool":
+            body = f"[{message.get('tool_call_id')}] {text_of(message.get('content'))}"
+        else:
+            body = text_of(message.get("content"))
+        parts.append(f"<|im_start|>{role}\n{body}<|im_end|>\n")
+    parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+def common_prefix(a: list[str], b: list[str]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def default_reply(body: dict[str, Any]) -> FakeReply:
+    """``ok: `` and the last user message's text."""
+    users = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    return FakeReply(content="ok: " + (text_of(users[-1].get("content")) if users else ""))
+
+
+# The server's state --------------------------------------------------------------------------------
+
+
+@dataclass
+class Slot:
+    """One slot: the tokens it holds (last prompt + reply) and whether it is working."""
+
+    id: int
+    held: list[str] = field(default_factory=list)
+    processing: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class FakeLlamaServer:
+    """The fake llama-server; see the module docstring.
+
+    ``delay`` (seconds) is how long each chat completion takes, for tests of concurrency; ``old_status``
+    sends the context error with HTTP 500 as older llama-server builds did.
+
+    Attributes:
+        requests: (path, parsed JSON body or None) of every request, in order of arrival.
+        spans: (slot, start, end) in ``time.monotonic()`` seconds of every completion served.
+        queued: how many completions arrived while their slot was busy and had to wait.
+    """
+
+    def __init__(
+        self,
+        n_ctx: int = 4096,
+        slots: int = 2,
+        degraded: bool = False,
+        supports_tools: bool = True,
+        *,
+        old_status: bool = False,
+        delay: float = 0.0,
+        port: int = 0,
+    ) -> None:
+        self.n_ctx = n_ctx
+        self.degraded = degraded
+        self.supports_tools = supports_tools
+        self.old_status = old_status
+        self.delay = delay
+        self.port = port
+        self.slots = [Slot(i) for i in range(max(slots, 1))]
+        self.requests: list[tuple[str, Any]] = []
+        self.spans: list[tuple[int, float, float]] = []
+        self.queued = 0
+        self._state = threading.Lock()
+        self._scripted: list[Script] = []
+        self._tasks = 0
+        self._http: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # Life ------------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` once started."""
+        if self._http is None:
+            raise RuntimeError("the fake llama-server is not started")
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    def start(self) -> FakeLlamaServer:
+        """Listen on 127.0.0.1 (port 0 picks one) and serve in a thread."""
+        self._http = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llama", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeLlamaServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def transport(self) -> httpx.MockTransport:
+        """An ``httpx.MockTransport`` that answers with this server's logic, without a socket."""
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            status, reply = self.handle(request.method, request.url.path, request.content)
+            return httpx.Response(status, json=reply)
+
+        return httpx.MockTransport(handle)
+
+    def script(self, *replies: Script) -> None:
+        """Queue replies for the next completions, in order (then the default ``ok: ...`` reply)."""
+        with self._state:
+            self._scripted.extend(replies)
+
+    def paths(self) -> list[str]:
+        """The paths of the requests received, in order."""
+        with self._state:
+            return [path for path, _ in self.requests]
+
+    # The logic -------------------------------------------------------------------------------------
+
+    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
+        """Answer one request: (HTTP status, JSON reply)."""
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return 400, self._error(
+                    400, "failed to parse the request body as JSON", "invalid_request_error"
+                )
+        with self._state:
+            self.requests.append((path, body))
+        if self.degraded and path in ("/props", "/slots", "/tokenize", "/health"):
+            return 404, {"detail": "Not Found"}
+        if (method, path) == ("GET", "/health"):
+            return 200, {"status": "ok"}
+        if (method, path) == ("GET", "/props"):
+            return 200, self._props()
+        if (method, path) == ("GET", "/slots"):
+            return 200, self._slots()
+        if (method, path) == ("GET", "/v1/models"):
+            return 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
+        if (method, path) == ("POST", "/tokenize"):
+            return self._tokenize(body)
+        if (method, path) == ("POST", "/v1/chat/completions"):
+            return self._chat(body)
+        if self.degraded:
+            return 404, {"detail": "Not Found"}
+        return 404, self._error(404, "File Not Found", "not_found_error")
+
+    def _error(self, code: int, message: str, kind: str) -> dict[str, Any]:
+        return {"error": {"code": code, "message": message, "type": kind}}
+
+    def _props(self) -> dict[str, Any]:
+        return {
+            "default_generation_settings": {
+                "params": {"n_predict": -1, "temperature": 0.8},
+                "n_ctx": self.n_ctx,
+            },
+            "total_slots": len(self.slots),
+            "model_alias": MODEL,
+            "model_path": MODEL,
+            "endpoint_slots": True,
+            "chat_template_caps": {
+                "supports_system_role": True,
+                "supports_tool_calls": self.supports_tools,
+                "supports_tools": self.supports_tools,
+            },
+            "build_info": "fake",
+        }
+
+    def _slots(self) -> list[dict[str, Any]]:
+        with self._state:
+            return [
+                {"id": s.id, "n_ctx": self.n_ctx, "speculative": False, "is_processing": s.processing}
+                for s in self.slots
+            ]
+
+    def _tokenize(self, body: Any) -> tuple[int, Any]:
+        if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+            return 400, self._error(400, '"content" must be a string', "invalid_request_error")
+        return 200, {"tokens": [token_id(t) for t in tokens(body["content"])]}
+
+    def _chat(self, body: Any) -> tuple[int, Any]:
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return 400, self._error(400, "'messages' is required", "invalid_request_error")
+        tools = body.get("tools") if self.supports_tools else None
+        prompt = tokens(render_prompt(body["messages"], tools))
+        max_tokens = body.get("max_tokens")
+        overflow = self._context_error(len(prompt), max_tokens if isinstance(max_tokens, int) else None)
+        if overflow is not None:
+            return overflow
+        slot = self._take_slot(body, prompt)
+        started = time.monotonic()
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+            return 200, self._generate(slot, body, prompt)
+        finally:
+            with self._state:
+                slot.processing = False
+                self.spans.append((slot.id, started, time.monotonic()))
+            slot.lock.release()
+
+    def _context_error(self, n_prompt: int, max_tokens: int | None) -> tuple[int, Any] | None:
+        if self.degraded:
+            completion = max_tokens or 0
+            if n_prompt + completion <= self.n_ctx:
+                return None
+            message = (
+                f"This model's maximum context length is {self.n_ctx} tokens. However, you requested "
+                f"{n_prompt + completion} tokens ({n_prompt} in the messages, {completion} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+            kind = {"type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
+            return 400, {"error": {"message": message, **kind}}
+        if n_prompt <= self.n_ctx:
+            return None
+        message = (
+            f"request ({n_prompt} tokens) exceeds the available context size ({self.n_ctx} tokens), "
+            "try increasing it"
+        )
+        error = {"code": 400, "message": message, "type": "exceed_context_size_error"}
+        sizes = {"n_prompt_tokens": n_prompt, "n_ctx": self.n_ctx}
+        return (500 if self.old_status else 400), {"error": {**error, **sizes}}
+
+    def _take_slot(self, body: dict[str, Any], prompt: list[str]) -> Slot:
+        """The slot for this request, locked: ``id_slot`` pins one (wrapping), else the idle slot whose
+        cache shares most with the prompt. A busy slot queues."""
+        wanted = body.get("id_slot")
+        with self._state:
+            if self.degraded:
+                slot = self.slots[0]
+            elif isinstance(wanted, int) and wanted >= 0:
+                slot = self.slots[wanted % len(self.slots)]
+            else:
+                idle = [s for s in self.slots if not s.processing] or self.slots
+                slot = max(idle, key=lambda s: (common_prefix(s.held, prompt), -s.id))
+        if not slot.lock.acquire(blocking=False):
+            with self._state:
+                self.queued += 1
+            slot.lock.acquire()
+        with self._state:
+            slot.processing = True
+        return slot
+
+    def _next_reply(self, body: dict[str, Any]) -> tuple[int, FakeReply]:
+        """The task's number and its reply: the next scripted one, else the default."""
+        with self._state:
+            script = self._scripted.pop(0) if self._scripted else default_reply
+            self._tasks += 1
+            task = self._tasks
+        return task, (script if isinstance(script, FakeReply) else script(body))
+
+    def _generate(self, slot: Slot, body: dict[str, Any], prompt: list[str]) -> dict[str, Any]:
+        task, reply = self._next_reply(body)
+        calls = [
+            {
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+                "id": f"call__{i}_{name}_cmpl-fake{task}" if self.degraded else _call_id(task, i),
+            }
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
+        generated = tokens(render_reply(reply.content, calls, reply.reasoning))
+        limit = self.n_ctx - len(prompt)
+        if isinstance(body.get("max_tokens"), int) and body["max_tokens"] >= 0:
+            limit = min(limit, body["max_tokens"])
+        finish = "tool_calls" if calls else "stop"
+        if len(generated) > limit:  # cut: only the start of the text survives
+            reply = FakeReply(content=cut(reply.content or "", limit))
+            calls, finish = [], "length"
+            generated = tokens(render_reply(reply.content, [], None))
+        cache_n = 0
+        if body.get("cache_prompt", True) and not self.degraded:
+            # at least one prompt token is evaluated, and at most the held total - 1 are reused (observed)
+            reusable = min(len(slot.held), len(prompt)) - 1
+            cache_n = max(min(common_prefix(slot.held, prompt), reusable), 0)
+        slot.held = prompt + generated
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.reasoning is not None and finish != "length":
+            message["reasoning" if self.degraded else "reasoning_content"] = reply.reasoning
+        if calls:
+            message["tool_calls"] = calls
+        return self._envelope(message, finish, task, (len(prompt), cache_n, len(generated)))
+
+    def _envelope(
+        self, message: dict[str, Any], finish: str, task: int, counts: tuple[int, int, int]
+    ) -> dict[str, Any]:
+        """The reply around ``message``; ``counts`` is (prompt tokens, cache_n, predicted_n)."""
+        n_prompt, cache_n, predicted_n = counts
+        prompt_n = n_prompt - cache_n
+        usage: dict[str, Any] = {
+            "completion_tokens": predicted_n,
+            "prompt_tokens": n_prompt,
+            "total_tokens": n_prompt + predicted_n,
+        }
+        reply: dict[str, Any] = {
+            "choices": [{"finish_reason": finish, "index": 0, "message": message}],
+            "created": int(time.time()),
+            "model": MODEL,
+            "object": "chat.completion",
+            "usage": usage,
+            "id": f"chatcmpl-fake{task}",
+        }
+        if self.degraded:
+            reply["choices"][0]["logprobs"] = None
+            return reply
+        usage["prompt_tokens_details"] = {"cached_tokens": cache_n}
+        prompt_ms, predicted_ms = prompt_n * 2.5, predicted_n * 17.0
+        reply["system_fingerprint"] = "b0-fake"
+        reply["timings"] = {
+            "cache_n": cache_n,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": 2.5,
+            "prompt_per_second": 400.0 if prompt_n else 0.0,
+            "predicted_n": predicted_n,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": 17.0,
+            "predicted_per_second": 1000 / 17.0 if predicted_n else 0.0,
+        }
+        return reply
+
+
+def _call_id(task: int, index: int) -> str:
+    """A 32-letter id like llama-server's."""
+    return f"{zlib.crc32(f'{task}:{index}'.encode()):08x}".ljust(32, "x")
+
+
+# HTTP ----------------------------------------------------------------------------------------------
+
+
+def _handler_for(server: FakeLlamaServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            status, reply = server.handle(self.command, self.path.split("?")[0], raw)
+            data = json.dumps(reply).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = _answer
+        do_POST = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until Ctrl-C or SIGTERM."""
+    parser = argparse.ArgumentParser(description="A fake llama-server for boxmaker's tests.")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--n-ctx", type=int, default=4096, help="per-slot context, in tokens")
+    parser.add_argument("--slots", type=int, default=2)
+    parser.add_argument("--degraded", action="store_true", help="an OpenAI-compatible server without slots")
+    parser.add_argument("--old-status", action="store_true", help="send the context error with HTTP 500")
+    args = parser.parse_args(argv)
+    server = FakeLlamaServer(
+        args.n_ctx, args.slots, args.degraded, old_status=args.old_status, port=args.port
+    ).start()
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    print(f"fake llama-server listening on {server.url}", flush=True)
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
