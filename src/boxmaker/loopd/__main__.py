@@ -1,0 +1,5 @@
+"""``python -m boxmaker.loopd``."""
+
+from boxmaker.loopd.cli import main
+
+main()

@@ -1,0 +1,189 @@
+"""loopd's configuration, ``loopd.toml`` (M5a section 9; DESIGN 7 and 10.1).
+
+::
+
+    [paths]
+    home = "/var/lib/boxmaker"       # default: DESIGN 10.1's order
+
+    [model]
+    url = "http://127.0.0.1:8080"    # llama-server, or any OpenAI-compatible server
+    name = ""                        # the "model" field of requests; empty: not sent
+    api_key_env = ""                 # an environment variable holding a bearer token; empty: none
+    timeout_s = 600                  # seconds one model request may take
+
+    [expect]
+    n_ctx = 4096                     # the server's PER-SLOT context; checked against /props at start
+
+    [slots]
+    main = 0                         # live sessions
+    background = 1                   # background work (compaction summaries, the scheduler)
+
+    [memory]
+    socket = "..."                   # memoryd's loop socket; default run/loop-memory/memory.sock
+
+    [broker]
+    socket = "..."                   # brokerd's loop socket; default run/loop-broker/broker.sock
+    timeout_s = 900                  # a tool call may wait this long (an `ask` grant waits for the owner)
+
+    [sockets]
+    owner = "..."                    # loopd's socket for bxctl; default run/owner-loop/chat.sock
+
+    [prompt]
+    system = "system.md"             # next to the config file; the packaged starter when absent
+
+    [limits]
+    tool_calls_per_turn = 16         # a turn that reaches it ends with a reply saying so
+    max_tokens = 2048                # the longest reply, in tokens
+
+Unknown keys are an error naming the key. Relative paths resolve against the config file's folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from boxmaker.proto.errors import ConfigError
+from boxmaker.proto.home import Layout, resolve_home
+from boxmaker.proto.settings import convert_config, load_toml, packaged_starter
+
+DEFAULT_MODEL_URL = "http://127.0.0.1:8080"
+
+Positive = Annotated[int, msgspec.Meta(ge=1)]
+Slot = Annotated[int, msgspec.Meta(ge=0, le=1023)]
+
+
+class _Paths(msgspec.Struct, forbid_unknown_fields=True):
+    home: str | None = None
+
+
+class _Model(msgspec.Struct, forbid_unknown_fields=True):
+    url: str = DEFAULT_MODEL_URL
+    name: str = ""
+    api_key_env: str = ""
+    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 600.0
+
+
+class _Expect(msgspec.Struct, forbid_unknown_fields=True):
+    n_ctx: Positive | None = None
+
+
+class _Slots(msgspec.Struct, forbid_unknown_fields=True):
+    main: Slot = 0
+    background: Slot = 1
+
+
+class _Memory(msgspec.Struct, forbid_unknown_fields=True):
+    socket: str | None = None
+
+
+class _Broker(msgspec.Struct, forbid_unknown_fields=True):
+    socket: str | None = None
+    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 900.0
+
+
+class _Sockets(msgspec.Struct, forbid_unknown_fields=True):
+    owner: str | None = None
+
+
+class _Prompt(msgspec.Struct, forbid_unknown_fields=True):
+    system: str | None = None
+
+
+class _Limits(msgspec.Struct, forbid_unknown_fields=True):
+    tool_calls_per_turn: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 16
+    max_tokens: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 2048
+
+
+class _File(msgspec.Struct, forbid_unknown_fields=True):
+    paths: _Paths = msgspec.field(default_factory=_Paths)
+    model: _Model = msgspec.field(default_factory=_Model)
+    expect: _Expect = msgspec.field(default_factory=_Expect)
+    slots: _Slots = msgspec.field(default_factory=_Slots)
+    memory: _Memory = msgspec.field(default_factory=_Memory)
+    broker: _Broker = msgspec.field(default_factory=_Broker)
+    sockets: _Sockets = msgspec.field(default_factory=_Sockets)
+    prompt: _Prompt = msgspec.field(default_factory=_Prompt)
+    limits: _Limits = msgspec.field(default_factory=_Limits)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """loopd's settings, resolved: every path absolute."""
+
+    home: Path
+    model_url: str
+    model_name: str | None
+    api_key_env: str | None
+    model_timeout: float
+    expect_n_ctx: int | None
+    main_slot: int
+    background_slot: int
+    memory_socket: Path
+    broker_socket: Path
+    broker_timeout: float
+    owner_socket: Path
+    system_prompt: Path
+    tool_calls_per_turn: int
+    max_tokens: int
+
+    @property
+    def layout(self) -> Layout:
+        """The home's layout."""
+        return Layout(self.home)
+
+
+def _check_url(url: str, path: str) -> str:
+    if not url.startswith(("http://", "https://")) or len(url) < 10 or any(c.isspace() for c in url):
+        raise ConfigError(path, f"[model] url: {url!r} is not an http:// or https:// URL")
+    return url.rstrip("/")
+
+
+def load(config_path: Path | None = None, cli_home: str | None = None) -> Config:
+    """Read loopd's config (defaults when `config_path` is None) and resolve it.
+
+    Raises:
+        ConfigError: unreadable file, bad TOML, unknown key, bad value, a URL that is not http(s),
+            or a configured system prompt that does not exist.
+    """
+    raw = _File()
+    base = Path.cwd()
+    where = "loopd defaults"
+    if config_path is not None:
+        config_path = config_path.absolute()
+        where = str(config_path)
+        raw = convert_config(load_toml(config_path), _File, where)
+        base = config_path.parent
+
+    def resolve(value: str | None) -> Path | None:
+        return None if value is None else (base / Path(value).expanduser()).absolute()
+
+    home = resolve_home(cli_home, resolve(raw.paths.home))
+    layout = Layout(home)
+    system = resolve(raw.prompt.system)
+    if system is None:
+        named = base / "system.md" if config_path is not None else None
+        system = named if named is not None and named.is_file() else packaged_starter("system.md")
+    elif not system.is_file():
+        what = "is not a file" if system.exists() else "does not exist"
+        raise ConfigError(where, f"[prompt] system: {system} {what}")
+    return Config(
+        home=home,
+        model_url=_check_url(raw.model.url, where),
+        model_name=raw.model.name or None,
+        api_key_env=raw.model.api_key_env or None,
+        model_timeout=raw.model.timeout_s,
+        expect_n_ctx=raw.expect.n_ctx,
+        main_slot=raw.slots.main,
+        background_slot=raw.slots.background,
+        memory_socket=resolve(raw.memory.socket) or layout.memory_loop_socket,
+        broker_socket=resolve(raw.broker.socket) or layout.broker_loop_socket,
+        broker_timeout=raw.broker.timeout_s,
+        owner_socket=resolve(raw.sockets.owner) or layout.loop_owner_socket,
+        system_prompt=system,
+        tool_calls_per_turn=raw.limits.tool_calls_per_turn,
+        max_tokens=raw.limits.max_tokens,
+    )

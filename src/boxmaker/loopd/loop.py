@@ -1,0 +1,302 @@
+"""The agent loop: sessions, turns, tool calls (M5a section 9; DESIGN 1 and 4).
+
+A turn takes the owner's text, replays the session as chat messages (the saved baseline, then every
+record), asks the model, logs its reply, and while the reply asks for tools, sends each call to brokerd
+and asks again. Every request of a session strictly extends the previous one (prompt + reply), so the
+model server's slot cache is reused. A turn that reaches `tool_calls_per_turn` ends with a reply to the
+owner saying so, never a silent hang (hermes #42405).
+
+The owner's message is logged only once the model has answered it, so a failed turn (model down, the
+context full) leaves the log as it was. After a finished turn memoryd hears `session_updated`, best
+effort; not after a turn that stopped in the middle of its tool calls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from boxmaker.loopd.broker import NO_DATA, Broker
+from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
+from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
+from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id
+from boxmaker.loopd.tools import core_tools, route
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.ids import new_chat_session_id
+from boxmaker.proto.labels import Label
+from boxmaker.proto.messages import ToolRequest, ToolRun
+from boxmaker.proto.records import Assistant, ToolCall, ToolResult, Usage, User, format_time
+
+log = logging.getLogger("boxmaker.loopd")
+
+_CALL_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
+
+
+def utc_now() -> dt.datetime:
+    """The current time, in UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+class Model(Protocol):
+    """What the loop needs of a model server (`boxmaker.loopd.model.ModelClient`)."""
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        slot: int | None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """One chat completion; see `ModelClient.complete`."""
+        ...
+
+
+class TurnFailed(BoxmakerError):
+    """Raised when a turn cannot be answered; `code` and `runbook` say why (DESIGN 10.5).
+
+    Codes: ``session_full`` (the context is full), ``memory-unavailable`` (a new session without its
+    memory block), ``model-unreachable``, ``model-error``, ``session-damaged``, ``invalid-session``.
+    """
+
+    def __init__(self, code: str, message: str, runbook: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.runbook = runbook
+
+
+def cap_sentence(cap: int) -> str:
+    """The reply that ends a turn which reached its tool-call limit."""
+    return (
+        f"I stopped: this turn reached its limit of {cap:,} tool calls before I had an answer. "
+        "Tell me to go on, or narrow the request."
+    )
+
+
+def not_run_sentence(cap: int) -> str:
+    """The tool result of a call past the limit (the call did not run)."""
+    return f"not run: this turn reached its limit of {cap:,} tool calls"
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """What a finished turn gives the owner."""
+
+    session: str
+    turn: int
+    reply: str
+    tools: list[ToolRun] = field(default_factory=list)
+    untrusted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """The loop's limits and slot."""
+
+    main_slot: int | None = 0
+    tool_calls_per_turn: int = 16
+    max_tokens: int | None = 2048
+
+
+class Loop:
+    """Runs turns of sessions under one home.
+
+    Args:
+        sessions: the ``sessions/`` folder.
+        model: the model server's client.
+        broker: where tool calls go.
+        memory: where a new session's memory block comes from (no default: a loop without memory
+            must say so with `NoMemory`).
+        system_prompt: returns ``system.md``'s text, read for each new session.
+        settings: slot and limits.
+        now: the clock.
+        new_id: makes a new chat session's id.
+    """
+
+    def __init__(
+        self,
+        sessions: Path,
+        model: Model,
+        broker: Broker,
+        memory: MemorySource,
+        system_prompt: Callable[[], str],
+        *,
+        settings: LoopSettings,
+        now: Callable[[], dt.datetime] = utc_now,
+        new_id: Callable[[], str] = new_chat_session_id,
+    ) -> None:
+        self.sessions = sessions
+        self.model = model
+        self.broker = broker
+        self.memory = memory
+        self.system_prompt = system_prompt
+        self.settings = settings
+        self.now = now
+        self.new_id = new_id
+        self._open: dict[str, Session] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    # Sessions ------------------------------------------------------------------------------------
+
+    def baseline(self) -> Baseline:
+        """A new session's baseline: system.md, a blank line, the memory block; the core tools.
+
+        Raises:
+            MemoryUnavailable: from the memory source.
+            OSError: system.md cannot be read.
+        """
+        block = self.memory.block()
+        system = self.system_prompt().rstrip("\n")
+        return Baseline(f"{system}\n\n{block}", core_tools())
+
+    def _session(self, session_id: str) -> Session:
+        """The open session `session_id`, opening or creating it (the caller holds its lock)."""
+        known = self._open.get(session_id)
+        if known is not None:
+            return known
+        folder = self.sessions / session_id
+        if folder.exists():
+            session = Session.open(self.sessions, session_id)
+        else:
+            try:
+                baseline = self.baseline()
+            except MemoryUnavailable as exc:
+                raise TurnFailed(exc.code, str(exc), exc.runbook) from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise TurnFailed(
+                    "loopd-config", f"cannot read the system prompt ({exc})", "loopd-start-failed"
+                ) from None
+            session = Session.create(self.sessions, session_id, baseline, self.settings.main_slot, self.now)
+        self._open[session_id] = session
+        return session
+
+    def _lock(self, session_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(session_id, threading.Lock())
+
+    # Turns -------------------------------------------------------------------------------------------
+
+    def turn(self, session_id: str | None, text: str) -> TurnResult:
+        """Run one turn: the owner's `text` in `session_id` (None: a new chat session; an unknown id
+        starts that session).
+
+        Raises:
+            TurnFailed: with a code and runbook entry (see the class). Other turns of the same
+                session wait for this one.
+        """
+        if session_id is None:
+            session_id = self.new_id()
+        try:
+            check_session_id(session_id)
+        except SessionError as exc:
+            raise TurnFailed("invalid-session", str(exc), "") from None
+        with self._lock(session_id):
+            try:
+                session = self._session(session_id)
+            except SessionError as exc:
+                raise TurnFailed(exc.code, str(exc), exc.runbook) from None
+            return self._run(session, text)
+
+    def _run(self, session: Session, text: str) -> TurnResult:
+        cap = self.settings.tool_calls_per_turn
+        user: User | None = User(time=format_time(self.now()), content=text)
+        messages = [*session.messages(), {"role": "user", "content": text}]
+        result = TurnResult(session.id, session.turns + 1, "")
+        calls = 0
+        while True:
+            completion = self._complete(session, messages)
+            if user is not None:
+                session.append(user)
+                user = None
+            session.append(
+                Assistant(
+                    time=format_time(self.now()),
+                    content=completion.content,
+                    reasoning_content=completion.reasoning,
+                    tool_calls=completion.tool_calls,
+                )
+            )
+            session.append(
+                Usage(
+                    time=format_time(self.now()),
+                    prompt_n=completion.prompt_n,
+                    cache_n=completion.cache_n,
+                    predicted_n=completion.predicted_n,
+                )
+            )
+            if not completion.tool_calls:
+                result.reply = completion.content or ""
+                break
+            capped = False
+            for call in completion.tool_calls:
+                if calls >= cap:
+                    capped = True
+                    self._log_result(session, call, call.name, not_run_sentence(cap), NO_DATA)
+                    continue
+                calls += 1
+                result.tools.append(self._call(session, call))
+            if capped:
+                result.reply = cap_sentence(cap)
+                session.append(Assistant(time=format_time(self.now()), content=result.reply))
+                break
+            messages = session.messages()
+        result.turn = session.turns
+        result.untrusted = session.untrusted
+        self.memory.session_updated(session.id, session.turns)
+        return result
+
+    def _complete(self, session: Session, messages: list[dict[str, Any]]) -> Completion:
+        try:
+            return self.model.complete(
+                messages, session.baseline.tools, session.slot, self.settings.max_tokens
+            )
+        except ContextFull as exc:
+            size = f" ({exc.n_prompt:,} tokens of {exc.n_ctx:,})" if exc.n_prompt and exc.n_ctx else ""
+            raise TurnFailed(
+                "session_full",
+                f"session {session.id} is full: the next request does not fit the model's context{size}; "
+                "start a new session",
+                "session-full",
+            ) from None
+        except ModelUnreachable as exc:
+            raise TurnFailed("model-unreachable", str(exc), "model-unreachable") from None
+        except ModelError as exc:
+            raise TurnFailed("model-error", str(exc), "model-error") from None
+
+    def _call(self, session: Session, call: ToolCall) -> ToolRun:
+        routed = route(call.name, call.arguments)
+        if routed.problem is not None:
+            self._log_result(session, call, routed.tool, routed.problem, NO_DATA)
+            return ToolRun(name=routed.tool, code="refused:invalid-arguments", label=NO_DATA)
+        call_id = call.id if _CALL_ID.match(call.id) else f"call-{len(session.records)}"
+        request = ToolRequest(
+            session=session.id, call_id=call_id, tool=routed.tool, arguments=routed.arguments
+        )
+        response = self.broker.call(request)
+        label = response.label or NO_DATA
+        self._log_result(session, call, routed.tool, response.output, label)
+        return ToolRun(name=routed.tool, code=response.code, label=label)
+
+    def _log_result(self, session: Session, call: ToolCall, tool: str, content: str, label: Label) -> None:
+        session.append(
+            ToolResult(
+                time=format_time(self.now()),
+                call=tool,
+                tool_call_id=call.id,
+                content=content,
+                data_class=label.data_class,
+                untrusted=label.untrusted,
+            )
+        )
+
+    def forget(self, session_id: str) -> None:
+        """Drop a session from memory (it is opened again from disk next time)."""
+        with self._lock(session_id):
+            self._open.pop(session_id, None)

@@ -1,0 +1,211 @@
+"""loopd's process: the lock, the model check, the owner socket, signals (M5a section 9; DESIGN 10.1).
+
+Start-up order: take the home's loop lock (one loopd per home), ask the model server for its per-slot
+context and slot count (llama-server's ``/props`` and ``/slots``) and refuse a configured
+``[expect] n_ctx`` that disagrees, then bind the owner socket. loopd starts without memoryd (only new
+sessions fail, with ``memory-unavailable``) and without a model server (turns fail with
+``model-unreachable`` until it answers; the ``n_ctx`` check then runs at the first turn).
+SIGTERM and SIGINT remove the socket and release the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from types import FrameType
+
+from boxmaker.loopd.broker import BrokerdClient
+from boxmaker.loopd.config import Config
+from boxmaker.loopd.loop import Loop, LoopSettings, TurnFailed
+from boxmaker.loopd.memory import MemorydSource
+from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.fsio import FileLock, LockHeld, ensure_dir
+from boxmaker.proto.home import ensure_home
+from boxmaker.proto.messages import Body, Chat, ChatReply, Error, Status, StatusReply
+from boxmaker.proto.wire import FrameServer, check_socket_path
+
+log = logging.getLogger("boxmaker.loopd")
+
+OWNER_KINDS = frozenset({"chat", "status"})
+
+
+class StartFailed(BoxmakerError):
+    """Raised when loopd cannot start; the sentence says why (runbook loopd-start-failed)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"loopd cannot start: {why} (runbook: loopd-start-failed)")
+
+
+def check_n_ctx(info: ServerInfo, expected: int | None, url: str) -> None:
+    """Refuse an ``[expect] n_ctx`` that disagrees with the server's per-slot context.
+
+    Raises:
+        StartFailed: saying both numbers and which to fix.
+    """
+    if expected is None or info.n_ctx is None or info.n_ctx == expected:
+        return
+    raise StartFailed(
+        f"the model server at {url} has {info.n_ctx:,} tokens of context per slot but [expect] n_ctx "
+        f"in loopd.toml says {expected:,}; set [expect] n_ctx = {info.n_ctx} in loopd.toml, or restart "
+        f"the server with a per-slot context of {expected:,} (llama-server: -c {expected} x slots, with -np)"
+    )
+
+
+class Server:
+    """loopd running: its lock, loop and owner socket."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        self.model = ModelClient(
+            config.model_url, model=config.model_name, api_key=api_key, timeout=config.model_timeout
+        )
+        self.info: ServerInfo | None = None
+        self.lock = FileLock(config.layout.loop_lock)
+        self.loop = Loop(
+            config.layout.sessions,
+            self.model,
+            BrokerdClient(config.broker_socket, config.broker_timeout),
+            MemorydSource(config.memory_socket),
+            lambda: config.system_prompt.read_text(encoding="utf-8"),
+            settings=LoopSettings(config.main_slot, config.tool_calls_per_turn, config.max_tokens),
+        )
+        self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
+        self._info_lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        """Everything up to serving.
+
+        Raises:
+            StartFailed: with the reason.
+        """
+        try:
+            check_socket_path(self.config.owner_socket)
+            ensure_home(self.config.home)
+            ensure_dir(self.config.layout.sessions)
+            self.lock.acquire()
+        except (BoxmakerError, OSError) as exc:
+            raise StartFailed(str(exc)) from None
+        try:
+            self.config.system_prompt.read_text(encoding="utf-8")
+            self.server_info()
+            self.socket.start()
+        except (BoxmakerError, OSError, UnicodeDecodeError) as exc:
+            self.stop()
+            if isinstance(exc, StartFailed):
+                raise
+            raise StartFailed(str(exc)) from None
+        log.info("listening on %s", self.config.owner_socket)
+
+    def server_info(self) -> ServerInfo | None:
+        """The model server's context and slots, asked once it answers; checks ``[expect] n_ctx``.
+
+        Raises:
+            StartFailed: the server's per-slot context disagrees with ``[expect] n_ctx``.
+        """
+        with self._info_lock:
+            if self.info is not None:
+                return self.info
+            try:
+                info = self.model.server_info()
+            except ModelError as exc:
+                log.warning("model server not answering yet: %s", exc)
+                return None
+            check_n_ctx(info, self.config.expect_n_ctx, self.config.model_url)
+            if not info.llama:
+                self.loop.settings = LoopSettings(
+                    None, self.config.tool_calls_per_turn, self.config.max_tokens
+                )
+            log.info(
+                "model server %s: %s, n_ctx per slot %s, slots %s",
+                self.config.model_url,
+                "llama-server" if info.llama else "OpenAI-compatible",
+                info.n_ctx,
+                info.slots,
+            )
+            self.info = info
+            return info
+
+    def handle(self, kind: str, body: Body) -> Body:
+        """Answer one owner request."""
+        if isinstance(body, Status):
+            return self.status()
+        if not isinstance(body, Chat):
+            return Error(code="unknown-kind", message=f"loopd does not answer {kind}", runbook="")
+        try:
+            self.server_info()
+            result = self.loop.turn(body.session, body.text)
+        except TurnFailed as exc:
+            return Error(code=exc.code, message=exc.message, runbook=exc.runbook)
+        except StartFailed as exc:
+            return Error(code="model-mismatch", message=str(exc), runbook="loopd-start-failed")
+        return ChatReply(
+            session=result.session,
+            turn=result.turn,
+            reply=result.reply,
+            tools=result.tools,
+            untrusted=result.untrusted,
+        )
+
+    def status(self) -> StatusReply:
+        """loopd's status: the model server it uses and what it said about itself."""
+        info = self.server_info() if self.info is None else self.info
+        if info is None:
+            model = f"model server {self.config.model_url} not answering"
+        else:
+            kind = "llama-server" if info.llama else "OpenAI-compatible"
+            ctx = f", n_ctx {info.n_ctx:,} per slot" if info.n_ctx else ""
+            model = f"model {self.config.model_url} ({kind}{ctx})"
+        return StatusReply(
+            role="loopd",
+            pid=os.getpid(),
+            detail=f"ready; {model}",
+            data={
+                "model_url": self.config.model_url,
+                "n_ctx": info.n_ctx if info else None,
+                "slots": info.slots if info else None,
+                "llama_server": info.llama if info else None,
+                "main_slot": self.loop.settings.main_slot,
+            },
+        )
+
+    def stop(self) -> None:
+        """Remove the socket, close the model client, release the lock (idempotent)."""
+        self.socket.stop()
+        self.model.close()
+        self.lock.release()
+
+    def request_stop(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
+        """Ask `serve_forever` to return (a signal handler)."""
+        del frame
+        log.info("stopping on signal %d", signum)
+        self._stop.set()
+
+    def serve_forever(self) -> None:
+        """Block until SIGTERM or SIGINT, then stop."""
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        try:
+            while not self._stop.wait(1.0):
+                pass
+        finally:
+            self.stop()
+
+
+def run(config: Config) -> None:
+    """Start loopd and serve until a signal.
+
+    Raises:
+        StartFailed: when it cannot start (nothing is left behind: no socket, no lock).
+    """
+    server = Server(config)
+    try:
+        server.start()
+    except LockHeld as exc:
+        raise StartFailed(str(exc)) from None
+    log.info("loopd ready")
+    server.serve_forever()

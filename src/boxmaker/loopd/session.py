@@ -1,0 +1,308 @@
+"""A session on disk: its baseline, its log, and the chat messages replayed from them (M5a section 9;
+M5d section 3.1; DESIGN 4 and 10.4).
+
+Layout, ready for M5d's epochs::
+
+    sessions/<session-id>/0.baseline.json   {"system": string, "tools": [...]}, written once, UTF-8
+    sessions/<session-id>/0.jsonl           session_start {epoch, slot, baseline: "sha256:<hex>"}, then
+                                            user, assistant, tool_result, usage records
+
+The baseline is saved once and replayed byte for byte: `open` reads the file and checks its hash
+against the epoch's `session_start`, so whatever the memory files say later, a session keeps the bytes
+it started with (inference contract 2, "strict extension"). `open` loads the highest epoch that has
+both files. Records are appended one write each, on an O_APPEND descriptor, and fsynced; a torn last
+line (a crash in the middle of a write) is set aside into ``N.jsonl.torn`` when the session opens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from boxmaker.proto import fsio
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.ids import OWNER_SESSION, is_session_id
+from boxmaker.proto.labels import DataClass, Label
+from boxmaker.proto.records import (
+    Assistant,
+    Record,
+    RecordError,
+    SessionStart,
+    ToolResult,
+    User,
+    encode_record,
+    format_time,
+    read_log,
+)
+
+Now = Callable[[], dt.datetime]
+
+
+class SessionError(BoxmakerError):
+    """Raised when a session's files are missing, damaged, or disagree with each other."""
+
+    code = "session-damaged"
+    runbook = "session-damaged"
+
+    def __init__(self, session: str, why: str) -> None:
+        super().__init__(f"session {session}: {why}")
+        self.session = session
+        self.why = why
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """What every request of an epoch starts with: the system text and the tool schemas."""
+
+    system: str
+    tools: list[dict[str, Any]]
+
+    def to_bytes(self) -> bytes:
+        """The baseline file's bytes: UTF-8 JSON, keys in a fixed order, one final newline."""
+        text = json.dumps({"system": self.system, "tools": self.tools}, ensure_ascii=False, indent=1)
+        return (text + "\n").encode("utf-8")
+
+    @staticmethod
+    def from_bytes(session: str, data: bytes) -> Baseline:
+        """Parse a baseline file.
+
+        Raises:
+            SessionError: when it is not UTF-8 JSON of the form {"system": string, "tools": [...]}.
+        """
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise SessionError(session, f"the baseline is not UTF-8 JSON ({exc})") from None
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("system"), str)
+            or not isinstance(value.get("tools"), list)
+        ):
+            raise SessionError(session, 'the baseline is not {"system": string, "tools": [...]}')
+        return Baseline(value["system"], value["tools"])
+
+
+def digest(data: bytes) -> str:
+    """``sha256:<hex>`` of a baseline file's bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def check_session_id(value: str) -> str:
+    """A session id loopd accepts: DESIGN 10.2's form, and not the owner's reserved name.
+
+    Raises:
+        SessionError: naming the id and the form.
+    """
+    if not is_session_id(value) or value == OWNER_SESSION:
+        raise SessionError(
+            value[:80], "not a session id: 1 to 64 characters of a-z, 0-9 and '-', not 'owner'"
+        )
+    return value
+
+
+def tool_call_message(record: Assistant) -> dict[str, Any]:
+    """The chat message replaying an assistant record: its content and tool calls, never its
+    reasoning (DESIGN 4: `reasoning_content` is kept in the log, not replayed as content)."""
+    message: dict[str, Any] = {"role": "assistant", "content": record.content}
+    if record.tool_calls:
+        message["tool_calls"] = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in record.tool_calls
+        ]
+    return message
+
+
+def message_of(record: Record) -> dict[str, Any] | None:
+    """The chat message a record replays as, or None for records that are not messages."""
+    if isinstance(record, User):
+        return {"role": "user", "content": record.content}
+    if isinstance(record, Assistant):
+        return tool_call_message(record)
+    if isinstance(record, ToolResult):
+        return {"role": "tool", "tool_call_id": record.tool_call_id, "content": record.content}
+    return None
+
+
+class Session:
+    """One session's current epoch, open for appending.
+
+    Attributes:
+        id: the session id.
+        epoch: the current epoch's number.
+        baseline: the epoch's baseline, exactly as saved.
+        slot: the model slot the epoch runs on (None without slots).
+        records: every record of the current epoch, in order.
+        turns: `User` records across every epoch: the first is turn 1 for the session's life.
+        label: the stricter of every tool result's label in every epoch (starting public, trusted).
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        epoch: int,
+        baseline: Baseline,
+        slot: int | None,
+        records: list[Record],
+        *,
+        earlier: Iterable[Record] = (),
+    ) -> None:
+        self.folder = folder
+        self.id = folder.name
+        self.epoch = epoch
+        self.baseline = baseline
+        self.slot = slot
+        self.records = records
+        self.turns = 0
+        self.label = Label(DataClass.PUBLIC, False)
+        for record in (*earlier, *records):
+            self._count(record)
+        self._messages = [{"role": "system", "content": baseline.system}]
+        self._messages.extend(m for r in records if (m := message_of(r)) is not None)
+
+    # Creating and opening ------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls, sessions: Path, session_id: str, baseline: Baseline, slot: int | None, now: Now
+    ) -> Session:
+        """Start a session: write ``0.baseline.json`` once, then ``0.jsonl`` with `session_start`.
+
+        Raises:
+            SessionError: the id is not a session id, or the session already exists.
+            OSError: the files cannot be written.
+        """
+        check_session_id(session_id)
+        fsio.ensure_dir(sessions)
+        folder = sessions / session_id
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            raise SessionError(session_id, "already exists") from None
+        data = baseline.to_bytes()
+        fsio.atomic_write(folder / "0.baseline.json", data)
+        start = SessionStart(time=format_time(now()), epoch=0, slot=slot, baseline=digest(data))
+        fsio.append_line(folder / "0.jsonl", encode_record(start))
+        return cls(folder, 0, Baseline.from_bytes(session_id, data), slot, [start])
+
+    @classmethod
+    def open(cls, sessions: Path, session_id: str) -> Session:
+        """Open a session at its highest epoch that has both a baseline and a log.
+
+        A torn last line is set aside first (``N.jsonl.torn``).
+
+        Raises:
+            SessionError: no such session, or its files are damaged: a log whose first record is
+                not `session_start` of that epoch, a baseline whose hash differs from the one
+                `session_start` recorded, an unreadable record (naming the file and line).
+        """
+        check_session_id(session_id)
+        folder = sessions / session_id
+        epochs = _epochs(folder)
+        if not epochs:
+            raise SessionError(session_id, "no such session")
+        epoch = epochs[-1]
+        earlier: list[Record] = []
+        for number in _log_epochs(folder):
+            if number < epoch:
+                earlier.extend(_read(session_id, folder / f"{number}.jsonl"))
+        log_path = folder / f"{epoch}.jsonl"
+        fsio.set_aside_torn_tail(log_path)
+        records = _read(session_id, log_path)
+        try:
+            data = (folder / f"{epoch}.baseline.json").read_bytes()
+        except OSError as exc:
+            raise SessionError(
+                session_id, f"cannot read {epoch}.baseline.json ({exc.strerror or exc})"
+            ) from None
+        first = records[0] if records else None
+        if not isinstance(first, SessionStart) or first.epoch != epoch:
+            raise SessionError(
+                session_id, f"{log_path.name} does not start with session_start of epoch {epoch}"
+            )
+        if first.baseline != digest(data):
+            raise SessionError(
+                session_id,
+                f"{epoch}.baseline.json changed since the session started (its hash is not the one "
+                "session_start recorded); a baseline is replayed byte for byte and never edited",
+            )
+        return cls(folder, epoch, Baseline.from_bytes(session_id, data), first.slot, records, earlier=earlier)
+
+    # Appending -------------------------------------------------------------------------------------
+
+    @property
+    def log_path(self) -> Path:
+        """The current epoch's log."""
+        return self.folder / f"{self.epoch}.jsonl"
+
+    def append(self, record: Record) -> None:
+        """Append one record (one write, fsynced) and keep it in memory.
+
+        Raises:
+            OSError: the write failed; the record is then not kept.
+        """
+        fsio.append_line(self.log_path, encode_record(record))
+        self.records.append(record)
+        self._count(record)
+        message = message_of(record)
+        if message is not None:
+            self._messages.append(message)
+
+    def _count(self, record: Record) -> None:
+        if isinstance(record, User):
+            self.turns += 1
+        elif isinstance(record, ToolResult):
+            self.label = self.label.stricter(record.label)
+
+    # Reading -----------------------------------------------------------------------------------------
+
+    @property
+    def untrusted(self) -> bool:
+        """True when any tool result in any epoch was labelled untrusted (M5d 3.1)."""
+        return self.label.untrusted
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages of the current epoch: the baseline's system text, then every user,
+        assistant and tool record in log order (a new list; the dicts are shared, do not edit)."""
+        return list(self._messages)
+
+
+def _epochs(folder: Path) -> list[int]:
+    """Epochs of `folder` that have both ``N.baseline.json`` and ``N.jsonl``, ascending."""
+    try:
+        names = set(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        stem = name.removesuffix(".jsonl")
+        if stem != name and _is_epoch(stem) and f"{stem}.baseline.json" in names:
+            found.append(int(stem))
+    return sorted(found)
+
+
+def _log_epochs(folder: Path) -> list[int]:
+    return sorted(
+        int(stem)
+        for name in os.listdir(folder)
+        if (stem := name.removesuffix(".jsonl")) != name and _is_epoch(stem)
+    )
+
+
+def _is_epoch(stem: str) -> bool:
+    return stem.isdigit() and stem.isascii() and (stem == "0" or not stem.startswith("0"))
+
+
+def _read(session_id: str, path: Path) -> list[Record]:
+    try:
+        records, _ = read_log(path)
+    except RecordError as exc:
+        raise SessionError(session_id, f"{exc.path}: line {exc.line}: {exc.why}") from None
+    except OSError as exc:
+        raise SessionError(session_id, f"cannot read {path.name} ({exc.strerror or exc})") from None
+    return records
