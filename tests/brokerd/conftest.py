@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokerd_helpers import FakeMemoryd
 
 from boxmaker.brokerd.config import Config, defaults
 from boxmaker.brokerd.server import Server
 from boxmaker.brokerd.service import Brokerd
+from brokerd.brokerd_helpers import FakeMemoryd
 
 
 @pytest.fixture

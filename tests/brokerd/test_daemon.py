@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from brokerd_helpers import grant_text, request, write_grant
 from click.testing import CliRunner
 
 from boxmaker.brokerd.server import Server
@@ -21,6 +20,7 @@ from boxmaker.bxctl.cli import cli
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.messages import Status, StatusReply
+from brokerd.brokerd_helpers import grant_text, request, write_grant
 
 
 def spawn(home: Path, *args: str) -> subprocess.Popen[bytes]:

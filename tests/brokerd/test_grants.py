@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-from brokerd_helpers import grant_text, request, write_grant
 
 from boxmaker.brokerd.grants import BUILTIN_TEXTS, GrantWatcher, Mode, load_grants
 from boxmaker.brokerd.sentences import MEMORY_GRANT
 from boxmaker.brokerd.service import Brokerd
 from boxmaker.proto.labels import DataClass
+from brokerd.brokerd_helpers import grant_text, request, write_grant
 
 SEED_RECALL = (
     '# built in: recall\ntool = "recall"\nmode = "auto"\nmax_taint = "secret"\n'

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from brokerd_helpers import grant_text, request, write_grant
 
 from boxmaker.brokerd.config import Config
 from boxmaker.brokerd.fetch import FetchLimits
@@ -19,6 +18,7 @@ from boxmaker.brokerd.local import LocalRuntime
 from boxmaker.brokerd.runtime import CompositeRuntime, MemoryRuntime
 from boxmaker.brokerd.service import Brokerd
 from boxmaker.proto.labels import DataClass, Label
+from brokerd.brokerd_helpers import grant_text, request, write_grant
 
 
 class Pages(http.server.BaseHTTPRequestHandler):

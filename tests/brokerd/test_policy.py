@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd_helpers import grant_text, request, write_grant
-
 from boxmaker.brokerd.grants import load_grants
 from boxmaker.brokerd.policy import decide, host_allowed, path_allowed
 from boxmaker.proto.labels import SESSION_START_LABEL, DataClass, Label
+from brokerd.brokerd_helpers import grant_text, request, write_grant
 
 SECRET = Label(DataClass.SECRET, False)
 

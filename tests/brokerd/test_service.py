@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokerd_helpers import FakeMemoryd, grant_text, request, write_grant
 
 from boxmaker.brokerd.config import Config
 from boxmaker.brokerd.grants import BUILTINS, GrantSet
@@ -31,6 +30,7 @@ from boxmaker.proto.messages import (
     ToolRequest,
     ToolResponse,
 )
+from brokerd.brokerd_helpers import FakeMemoryd, grant_text, request, write_grant
 
 RECALL = request("recall", {"query": "deploy day"})
 
