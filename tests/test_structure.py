@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
+from boxmaker.brokerd.cli import cli as brokerd_cli
 from boxmaker.bxctl.cli import cli as bxctl_cli
 from boxmaker.memoryd.cli import cli as memoryd_cli
 
@@ -82,7 +83,7 @@ def walk(group: click.Group, prefix: str) -> list[tuple[str, click.Command]]:
     return commands
 
 
-COMMANDS = walk(bxctl_cli, "bxctl") + walk(memoryd_cli, "memoryd")
+COMMANDS = walk(bxctl_cli, "bxctl") + walk(memoryd_cli, "memoryd") + walk(brokerd_cli, "brokerd")
 
 
 @pytest.mark.parametrize(("name", "command"), COMMANDS, ids=[name for name, _ in COMMANDS])
@@ -95,7 +96,7 @@ def test_every_command_has_help_with_an_example(name: str, command: click.Comman
 
 def test_listing_commands_take_json() -> None:
     for name, command in COMMANDS:
-        if name.split()[-1] in ("log", "pending", "files", "search", "status", "show"):
+        if name.split()[-1] in ("log", "pending", "files", "search", "status", "show", "approvals", "grants"):
             assert any(p.name == "as_json" for p in command.params), f"{name} has no --json"
 
 

@@ -11,6 +11,7 @@ import json
 import click
 
 from boxmaker.bxctl import roles
+from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.memory import memory, reindex
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.errors import HomeError
@@ -123,3 +124,9 @@ cli.add_command(memory)
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="bxctl")
+
+
+cli.add_command(approvals)
+cli.add_command(approve)
+cli.add_command(deny)
+cli.add_command(grants)

@@ -15,7 +15,7 @@ import click
 
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
-from boxmaker.proto.messages import Body, MemoryAdmin, MemoryAdminReply
+from boxmaker.proto.messages import Body, BrokerAdmin, BrokerAdminReply, MemoryAdmin, MemoryAdminReply
 
 
 class RoleUnreachable(click.ClickException):
@@ -64,7 +64,19 @@ def admin(path: Path, command: str, arg: str = "", args: dict[str, Any] | None =
     return reply
 
 
-def emit(reply: MemoryAdminReply, as_json: bool) -> None:
+def broker_admin(path: Path, command: str, arg: str = "") -> BrokerAdminReply:
+    """Run one ``broker_admin`` command on brokerd's admin socket.
+
+    Raises:
+        RoleUnreachable, RoleRefused: see `request`; also an unexpected reply kind.
+    """
+    reply = request("brokerd", path, BrokerAdmin(command=command, arg=arg))
+    if not isinstance(reply, BrokerAdminReply):
+        raise RoleRefused(f"brokerd answered {type(reply).__name__} to broker_admin")
+    return reply
+
+
+def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
     """Print a reply: its text, or its data as JSON. A refused command exits 1 with its sentence.
 
     Raises:

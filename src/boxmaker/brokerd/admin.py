@@ -1,0 +1,148 @@
+"""The owner's requests on brokerd's admin socket (DESIGN 10.3 and 10.5).
+
+``status`` -> ``status_reply`` (role "brokerd", pid, ``ready; 4 built-in grants, 1 owner grant`` or
+``grants invalid: <why>``). ``broker_admin`` -> ``broker_admin_reply {text, data}``:
+
+- ``approvals``: the calls waiting for the owner (id, session, tool, arguments, since);
+- ``approve ID`` / ``deny ID``: answer one (``refused:not-found`` when nothing waits under ID);
+- ``grants``: the owner's grants, the built-ins, and the problems found in ``grants/``;
+- ``sessions``: each session's label.
+
+An unknown command answers with data ``{"code": "refused:unknown-command"}`` and a sentence listing the
+commands. `text` escapes everything that came from outside (``proto.escape``); `data` is raw JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from boxmaker.brokerd.grants import Grant, GrantSet
+from boxmaker.brokerd.ledger import label_json
+from boxmaker.proto.escape import escape_line
+from boxmaker.proto.messages import BrokerAdmin, BrokerAdminReply, StatusReply
+
+if TYPE_CHECKING:
+    from boxmaker.brokerd.service import Brokerd
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def describe(grants: GrantSet) -> str:
+    """``ready; 4 built-in grants, 1 owner grant`` or ``grants invalid: grants/x.toml: why``."""
+    if not grants.valid:
+        first = grants.problems[0]
+        more = f" (and {len(grants.problems) - 1:,} more)" if len(grants.problems) > 1 else ""
+        return f"grants invalid: {first.file}: {first.why}{more}"
+    builtin = _plural(len(grants.builtin), "built-in grant")
+    return f"ready; {builtin}, {_plural(len(grants.owner), 'owner grant')}"
+
+
+def status(broker: Brokerd) -> StatusReply:
+    """brokerd's `status_reply`."""
+    grants = broker.grants.current()
+    data = {"grants_valid": grants.valid, "pending_approvals": len(broker.approvals.pending())}
+    return StatusReply(role="brokerd", pid=os.getpid(), detail=describe(grants), data=data)
+
+
+def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
+    """Run one owner command."""
+    command = COMMANDS.get(request.command)
+    if command is None:
+        names = ", ".join(sorted(COMMANDS))
+        return BrokerAdminReply(
+            text=f"brokerd has no command {request.command!r}; the commands are {names}",
+            data={"code": "refused:unknown-command"},
+        )
+    return command(broker, request.arg)
+
+
+def approvals(broker: Brokerd, arg: str) -> BrokerAdminReply:
+    """The calls waiting for the owner, oldest first."""
+    del arg
+    waiting = broker.approvals.pending()
+    lines = [f"{_plural(len(waiting), 'call')} waiting for you"]
+    for pending in waiting:
+        request = pending.request
+        args = json.dumps(request.arguments, ensure_ascii=False, sort_keys=True)
+        lines.append(
+            f"{pending.id}  since {pending.since}  session {request.session}  {request.tool} "
+            f"{escape_line(args)}  (grant {pending.grant})"
+        )
+    if waiting:
+        lines.append("answer with `bxctl approve ID` or `bxctl deny ID`")
+    return BrokerAdminReply(text="\n".join(lines), data={"approvals": [p.summary() for p in waiting]})
+
+
+def _answer(approve: bool) -> Callable[[Brokerd, str], BrokerAdminReply]:
+    verb = "approved" if approve else "denied"
+
+    def answer(broker: Brokerd, arg: str) -> BrokerAdminReply:
+        pending = broker.approvals.answer(arg, approve)
+        if pending is None:
+            return BrokerAdminReply(
+                text=f"no call waits under the id '{escape_line(arg)}' (it may have timed out)",
+                data={"code": "refused:not-found"},
+            )
+        request = pending.request
+        text = f"{verb} {pending.id}: {request.tool} in session {request.session}"
+        return BrokerAdminReply(text=text, data={"id": pending.id, "outcome": verb})
+
+    return answer
+
+
+def _grant_line(grant: Grant) -> str:
+    limits = [
+        f"{key} {', '.join(values)}"
+        for key, values in grant.summary().items()
+        if key in ("paths", "hosts", "patterns") and isinstance(values, list) and values
+    ]
+    extra = f"; {'; '.join(limits)}" if limits else ""
+    return escape_line(
+        f"{grant.id}: {grant.tool} {grant.mode.value}, max_taint {grant.max_taint.value}, "
+        f"result {grant.result_class.value}{' untrusted' if grant.untrusted else ''}{extra}"
+    )
+
+
+def grants(broker: Brokerd, arg: str) -> BrokerAdminReply:
+    """The owner's grants, the built-ins, and any problems."""
+    del arg
+    current = broker.grants.current()
+    lines = [f"grants in {broker.config.layout.grants}: {describe(current)}", "owner grants:"]
+    lines += [f"  {_grant_line(g)}" for g in current.owner] or ["  (none)"]
+    lines.append("built in:")
+    lines += [f"  {_grant_line(g)}" for g in current.builtin]
+    if current.problems:
+        lines.append("problems (every call is refused until they are fixed; runbook: grants-invalid):")
+        lines += [f"  {escape_line(p.file)}: {escape_line(p.why)}" for p in current.problems]
+    data = {
+        "owner": [g.summary() for g in current.owner],
+        "builtin": [g.summary() for g in current.builtin],
+        "problems": [{"file": p.file, "why": p.why} for p in current.problems],
+        "valid": current.valid,
+    }
+    return BrokerAdminReply(text="\n".join(lines), data=data)
+
+
+def sessions(broker: Brokerd, arg: str) -> BrokerAdminReply:
+    """Each session's label."""
+    del arg
+    labels = broker.labels.all()
+    lines = [f"{_plural(len(labels), 'session')}"]
+    for session, label in labels.items():
+        lines.append(f"  {session}: {label.data_class.value}{', untrusted' if label.untrusted else ''}")
+    data = {"sessions": {s: label_json(label) for s, label in labels.items()}}
+    return BrokerAdminReply(text="\n".join(lines), data=data)
+
+
+COMMANDS: dict[str, Callable[[Brokerd, str], BrokerAdminReply]] = {
+    "approvals": approvals,
+    "approve": _answer(True),
+    "deny": _answer(False),
+    "grants": grants,
+    "sessions": sessions,
+}

@@ -1,0 +1,168 @@
+"""The shapes of the known tools' arguments, checked before a call is decided (M5a sections 5 and 8).
+
+`check(tool, arguments)` returns None when the arguments fit, else a sentence naming the argument.
+Pure: no I/O. memoryd checks the content rules of `memory` again when it applies a write.
+
+- ``recall``: ``{"query": str 1..500 characters, "k": int 1..10 (default 5)}``, no other keys.
+- ``memory``: one of (``file`` is ``"memory"`` or ``"user"``)::
+
+      {"action": "add", "file", "text"}
+      {"action": "replace", "file", "old", "text"}
+      {"action": "remove", "file", "old"}
+      {"action": "note", "text"}
+      {"action": "consolidate", "file", "entries": [{"old", "keep"|"text"|"move"|"drop"} | {"text"}]}
+
+- ``clock``: ``{}``; ``find_tool``: ``{"query": str}`` (at most 500 characters, may be empty or absent);
+  ``http_fetch``: ``{"url": str}`` (http or https, with a host); ``read_file``: ``{"path": str}``
+  (absolute).
+
+A tool not listed here is not checked (no runtime here runs it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+MAX_ENTRIES = 200
+MAX_URL = 2_000
+MAX_PATH = 4_096
+
+_ACTION_KEYS: dict[str, tuple[str, ...]] = {
+    "add": ("file", "text"),
+    "replace": ("file", "old", "text"),
+    "remove": ("file", "old"),
+    "note": ("text",),
+    "consolidate": ("file", "entries"),
+}
+
+
+def _keys(arguments: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...] = ()) -> str | None:
+    for key in required:
+        if key not in arguments:
+            return f"the argument `{key}` is missing"
+    for key in sorted(arguments):
+        if key not in required and key not in optional:
+            return f"unknown argument `{key}`"
+    return None
+
+
+def _string(arguments: dict[str, Any], key: str, low: int, high: int) -> str | None:
+    value = arguments.get(key)
+    if not isinstance(value, str):
+        return f"the argument `{key}` must be a string"
+    if not low <= len(value) <= high:
+        return f"the argument `{key}` must be {low:,} to {high:,} characters (it is {len(value):,})"
+    return None
+
+
+def check_recall(arguments: dict[str, Any]) -> str | None:
+    """``recall``: `query` 1 to 500 characters, `k` an integer 1 to 10 (default 5)."""
+    problem = _keys(arguments, ("query",), ("k",)) or _string(arguments, "query", 1, 500)
+    if problem:
+        return problem
+    k = arguments.get("k", 5)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10:
+        return "the argument `k` must be an integer from 1 to 10"
+    return None
+
+
+def check_memory(arguments: dict[str, Any]) -> str | None:
+    """``memory``: the five actions of M5a section 5, each with exactly its keys."""
+    action = arguments.get("action")
+    if action not in _ACTION_KEYS:
+        return "the argument `action` must be one of add, replace, remove, note, consolidate"
+    assert isinstance(action, str)
+    problem = _keys(arguments, ("action", *_ACTION_KEYS[action]))
+    if problem:
+        return problem
+    if "file" in arguments and arguments["file"] not in ("memory", "user"):
+        return 'the argument `file` must be "memory" or "user"'
+    for key in ("old", "text"):
+        if key in arguments and not isinstance(arguments[key], str):
+            return f"the argument `{key}` must be a string"
+    if action == "note":
+        return _string(arguments, "text", 1, 1_000)
+    if action == "consolidate":
+        return _check_entries(arguments["entries"])
+    return None
+
+
+def _check_entries(entries: Any) -> str | None:
+    if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
+        return f"the argument `entries` must be a list of at most {MAX_ENTRIES} objects"
+    for number, item in enumerate(entries, 1):
+        where = f"`entries` item {number}"
+        if not isinstance(item, dict):
+            return f"{where} must be an object"
+        unknown = sorted(set(item) - {"old", "keep", "text", "move", "drop"})
+        if unknown:
+            return f"{where} has an unknown key `{unknown[0]}`"
+        for key in ("old", "text"):
+            if key in item and not isinstance(item[key], str):
+                return f"{where}: `{key}` must be a string"
+        for key in ("keep", "move", "drop"):
+            if key in item and item[key] is not True:
+                return f"{where}: `{key}` must be true"
+        ops = [k for k in ("keep", "text", "move", "drop") if k in item]
+        if "old" in item and len(ops) != 1:
+            return f"{where} must have exactly one of keep, text, move, drop beside `old`"
+        if "old" not in item and ops != ["text"]:
+            return f"{where} without `old` must have only `text` (a new entry)"
+    return None
+
+
+def check_clock(arguments: dict[str, Any]) -> str | None:
+    """``clock``: no arguments."""
+    return _keys(arguments, ())
+
+
+def check_find_tool(arguments: dict[str, Any]) -> str | None:
+    """``find_tool``: an optional `query` string of at most 500 characters."""
+    problem = _keys(arguments, (), ("query",))
+    if problem or "query" not in arguments:
+        return problem
+    return _string(arguments, "query", 0, 500)
+
+
+def check_http_fetch(arguments: dict[str, Any]) -> str | None:
+    """``http_fetch``: `url`, an http or https URL with a host."""
+    problem = _keys(arguments, ("url",)) or _string(arguments, "url", 1, MAX_URL)
+    if problem:
+        return problem
+    try:
+        parts = urlsplit(arguments["url"])
+        host = parts.hostname
+    except ValueError:
+        return "the argument `url` is not a URL"
+    if parts.scheme not in ("http", "https") or not host:
+        return "the argument `url` must be an http or https URL with a host"
+    return None
+
+
+def check_read_file(arguments: dict[str, Any]) -> str | None:
+    """``read_file``: `path`, an absolute path."""
+    problem = _keys(arguments, ("path",)) or _string(arguments, "path", 1, MAX_PATH)
+    if problem:
+        return problem
+    path = arguments["path"]
+    if not path.startswith("/") or "\x00" in path:
+        return "the argument `path` must be an absolute path"
+    return None
+
+
+CHECKS: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "recall": check_recall,
+    "memory": check_memory,
+    "clock": check_clock,
+    "find_tool": check_find_tool,
+    "http_fetch": check_http_fetch,
+    "read_file": check_read_file,
+}
+
+
+def check(tool: str, arguments: dict[str, Any]) -> str | None:
+    """None when `arguments` fit `tool` (or the tool is not known here), else why not."""
+    checker = CHECKS.get(tool)
+    return None if checker is None else checker(arguments)

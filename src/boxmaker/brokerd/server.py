@@ -1,0 +1,116 @@
+"""brokerd's process: the lock, the two sockets, signals (DESIGN 7 and 10.1).
+
+Start-up order: take the home's broker lock (``broker/.lock``; a second brokerd on the same home
+fails at once, saying so), create ``broker/`` (0700), read the grants once, then bind the loop and
+admin sockets, so a socket appears only once brokerd can answer. Problems in ``grants/`` do not stop
+the start: brokerd serves in the fail-closed state (``grants-invalid``). SIGTERM and SIGINT remove the
+sockets and release the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+
+from boxmaker.brokerd.admin import describe
+from boxmaker.brokerd.config import Config
+from boxmaker.brokerd.service import ADMIN_KINDS, LOOP_KINDS, Brokerd
+from boxmaker.proto import fsio
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.fsio import FileLock, LockHeld
+from boxmaker.proto.home import ensure_home
+from boxmaker.proto.wire import FrameServer, check_socket_path
+
+log = logging.getLogger("boxmaker.brokerd")
+
+#: How long a connection may stay open: a call of an `ask` grant waits for the owner.
+_SLACK_S = 60.0
+
+
+class StartFailed(BoxmakerError):
+    """Raised when brokerd cannot start; the sentence says why (runbook brokerd-start-failed)."""
+
+    runbook = "brokerd-start-failed"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"brokerd cannot start: {why} (runbook: brokerd-start-failed)")
+
+
+class Server:
+    """brokerd running: its lock, service and sockets."""
+
+    def __init__(self, config: Config, broker: Brokerd | None = None) -> None:
+        self.config = config
+        self.broker = broker or Brokerd(config)
+        self.lock = FileLock(config.layout.broker_lock)
+        timeout = config.approval_timeout_s + _SLACK_S
+        self.sockets = [
+            FrameServer(config.loop_socket, self.broker.handle, LOOP_KINDS, timeout=timeout),
+            FrameServer(config.admin_socket, self.broker.handle, ADMIN_KINDS),
+        ]
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        """Everything up to serving.
+
+        Raises:
+            StartFailed: with the reason; nothing is left behind (no socket, no lock).
+        """
+        try:
+            for server in self.sockets:
+                check_socket_path(server.path)
+            ensure_home(self.config.home)
+            fsio.ensure_dir(self.config.layout.broker)
+            self.lock.acquire()
+        except LockHeld as exc:
+            holder = fsio.lock_holder(exc.path)
+            who = f" (pid {holder})" if holder else ""
+            raise StartFailed(f"another brokerd{who} already runs for this home ({exc.path})") from None
+        except (BoxmakerError, OSError) as exc:
+            raise StartFailed(str(exc)) from None
+        try:
+            self.broker.open()
+            grants = self.broker.grants.current()
+            (log.info if grants.valid else log.error)("grants: %s", describe(grants))
+            for server in self.sockets:
+                server.start()
+                log.info("listening on %s", server.path)
+        except (BoxmakerError, OSError) as exc:
+            self.stop()
+            raise StartFailed(str(exc)) from None
+
+    def stop(self) -> None:
+        """Remove the sockets and release the lock (idempotent)."""
+        for server in self.sockets:
+            server.stop()
+        self.lock.release()
+
+    def request_stop(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
+        """Ask `serve_forever` to return (a signal handler)."""
+        del frame
+        log.info("stopping on signal %d", signum)
+        self._stop.set()
+
+    def serve_forever(self) -> None:
+        """Block until SIGTERM or SIGINT, then stop."""
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        try:
+            while not self._stop.wait(1.0):
+                pass
+        finally:
+            self.stop()
+
+
+def run(config: Config) -> None:
+    """Start brokerd and serve until a signal.
+
+    Raises:
+        StartFailed: when it cannot start.
+    """
+    server = Server(config)
+    server.start()
+    log.info("brokerd ready")
+    server.serve_forever()

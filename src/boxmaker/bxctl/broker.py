@@ -1,0 +1,98 @@
+"""``bxctl approvals``, ``approve``, ``deny`` and ``grants``: the owner's view of brokerd (DESIGN 10.5).
+
+Each command talks to brokerd's admin socket (``--broker-socket``, default ``[sockets] admin`` in
+``{home}/config/brokerd.toml``, else ``{home}/run/owner-broker/admin.sock``). brokerd escapes the
+calls' arguments in the text it sends (``proto.escape``); listings take ``--json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from boxmaker.bxctl import client, roles
+from boxmaker.bxctl.state import State, pass_state
+
+
+def broker_socket_option(func: Any) -> Any:
+    """The ``--broker-socket PATH`` option every broker command takes."""
+    return click.option(
+        "--broker-socket",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="brokerd's admin socket (default: [sockets] admin in {home}/config/brokerd.toml, "
+        "else {home}/run/owner-broker/admin.sock).",
+    )(func)
+
+
+def json_option(func: Any) -> Any:
+    """The ``--json`` flag of listing commands."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
+
+
+def socket_path(state: State, path: Path | None) -> Path:
+    """``--broker-socket``, else ``[sockets] admin`` in {home}/config/brokerd.toml, else the default."""
+    if path is not None:
+        return path
+    configured = roles.configured_socket(state.layout.config / "brokerd.toml", "admin")
+    return configured or state.layout.broker_admin_socket
+
+
+@click.command(name="approvals")
+@broker_socket_option
+@json_option
+@pass_state
+def approvals(state: State, broker_socket: Path | None, as_json: bool) -> None:
+    """List the tool calls waiting for your approval.
+
+    \b
+    Example:
+        bxctl approvals
+        1 call waiting for you
+        a-k3v9q2xw  since 2026-11-29T16:05:00Z  session chat-…  http_fetch {"url": "…"}  (grant web)
+    """
+    path = socket_path(state, broker_socket)
+    client.emit(client.broker_admin(path, "approvals"), as_json)
+
+
+@click.command(name="approve")
+@click.argument("approval_id")
+@broker_socket_option
+@pass_state
+def approve(state: State, approval_id: str, broker_socket: Path | None) -> None:
+    """Let the waiting call APPROVAL_ID run.
+
+    \b
+    Example:
+        bxctl approve a-k3v9q2xw
+    """
+    client.emit(client.broker_admin(socket_path(state, broker_socket), "approve", approval_id), False)
+
+
+@click.command(name="deny")
+@click.argument("approval_id")
+@broker_socket_option
+@pass_state
+def deny(state: State, approval_id: str, broker_socket: Path | None) -> None:
+    """Refuse the waiting call APPROVAL_ID (the model reads that you denied it).
+
+    \b
+    Example:
+        bxctl deny a-k3v9q2xw
+    """
+    client.emit(client.broker_admin(socket_path(state, broker_socket), "deny", approval_id), False)
+
+
+@click.command(name="grants")
+@broker_socket_option
+@json_option
+@pass_state
+def grants(state: State, broker_socket: Path | None, as_json: bool) -> None:
+    """List your grants, the built-in ones, and any problem in grants/.
+
+    \b
+    Example:
+        bxctl grants --json
+    """
+    client.emit(client.broker_admin(socket_path(state, broker_socket), "grants"), as_json)
