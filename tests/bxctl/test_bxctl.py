@@ -20,6 +20,7 @@ from boxmaker.bxctl.cli import cli
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.messages import Body, MemoryAdmin, MemoryAdminReply, Reindex, Reindexed
 from boxmaker.proto.wire import FrameServer
+from fakes.llama_server import FakeLlamaServer
 
 
 class FakeMemoryd:
@@ -39,6 +40,20 @@ class FakeMemoryd:
         if reply is None:
             raise InvalidBody("memory_admin", f"unknown command {body.command!r}")
         return MemoryAdminReply(text=reply[0], data=reply[1])
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[FakeLlamaServer]:
+    """A fake llama-server for `bxctl up` to find (loopd reads its /props)."""
+    with FakeLlamaServer(n_ctx=4096, slots=2) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def model_url(model_server: FakeLlamaServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """`bxctl up` in these tests uses the fake model server ($BOXMAKER_MODEL_URL)."""
+    monkeypatch.setenv("BOXMAKER_MODEL_URL", model_server.url)
+    return model_server.url
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import click
 
 from boxmaker.bxctl import roles
 from boxmaker.bxctl.broker import approvals, approve, deny, grants
+from boxmaker.bxctl.chat import chat
 from boxmaker.bxctl.memory import memory, reindex
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.errors import HomeError
@@ -42,26 +43,56 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 
 @cli.command(name="up")
-@pass_state
-def up(state: State) -> None:
-    """Start every role for the home in the background; a no-op for those already running.
+@click.option(
+    "--model-url",
+    envvar="BOXMAKER_MODEL_URL",
+    default=roles.DEFAULT_MODEL_URL,
+    show_default=True,
+    help="The model server (llama-server or any OpenAI-compatible one); also $BOXMAKER_MODEL_URL.",
+)
+@click.option(
+    "--n-ctx",
+    type=click.IntRange(256, 10_000_000),
+    help="The server's context per slot, when it does not report it (or is not running yet).",
+)
+@click.pass_context
+def up(ctx: click.Context, model_url: str, n_ctx: int | None) -> None:
+    """Start memoryd, brokerd and loopd for the home in the background; a no-op for those running.
 
-    Writes each role's config under {home}/config only where none exists.
+    Writes each role's config under {home}/config only where none exists. loopd's records the model
+    server's URL and per-slot context, read from the server's /props or /slots.
 
     \b
     Example:
-        bxctl --home ~/agent up
+        bxctl up --model-url http://127.0.0.1:8080
     """
+    state: State = ctx.obj
+    if not model_url.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{model_url!r} is not an http:// or https:// URL", param_hint="--model-url")
     try:
         ensure_home(state.layout.home)
     except HomeError as exc:
         raise click.ClickException(str(exc)) from None
+    _loopd_config(
+        state,
+        model_url,
+        n_ctx,
+        explicit=ctx.get_parameter_source("model_url") is not None
+        and ctx.get_parameter_source("model_url") != click.core.ParameterSource.DEFAULT,
+    )
     for role in roles.ROLES:
         current = roles.status(state.layout, role)
         if current.running:
             click.echo(f"{role.name} already running (pid {current.pid})")
             continue
-        config, written = roles.write_config(state.layout, role)
+        config, written = (
+            roles.write_config(state.layout, role)
+            if role is not roles.LOOPD
+            else (
+                role.config(state.layout),
+                False,
+            )
+        )
         if written:
             click.echo(f"wrote {config}")
         try:
@@ -73,6 +104,37 @@ def up(state: State) -> None:
             raise click.ClickException(str(exc)) from None
         click.echo(f"{role.name} started (pid {started.pid}): {started.detail}")
     click.echo(f"home: {state.layout.home}")
+
+
+def _loopd_config(state: State, model_url: str, n_ctx: int | None, explicit: bool) -> None:
+    """Write loopd.toml from what the model server says, unless the owner already has one."""
+    path = roles.LOOPD.config(state.layout)
+    if path.exists():
+        if explicit:
+            click.echo(f"kept {path}: its [model] url is the one loopd uses (edit it to change)")
+        return
+    probe = roles.model_probe(model_url)
+    if not probe.answered and n_ctx is None:
+        raise click.ClickException(
+            f"{probe.detail}; start the model server first (README, 'The model server'), "
+            "or give --n-ctx N to write loopd's config without asking it"
+        )
+    if probe.answered and probe.n_ctx is None and n_ctx is None:
+        raise click.ClickException(
+            f"{probe.detail} does not report its context size; give --n-ctx N (its context per slot)"
+        )
+    if probe.n_ctx is not None and n_ctx is not None and probe.n_ctx != n_ctx:
+        raise click.ClickException(
+            f"{probe.detail} has {probe.n_ctx:,} tokens of context per slot but --n-ctx says {n_ctx:,}; "
+            f"drop --n-ctx or give --n-ctx {probe.n_ctx}"
+        )
+    _, written = roles.write_config(
+        state.layout, roles.LOOPD, roles.loopd_config_text(model_url, n_ctx or probe.n_ctx, probe.slots)
+    )
+    if written:
+        click.echo(f"wrote {path} ({probe.detail if probe.answered else model_url})")
+    if probe.slots == 1:
+        click.echo("the model server has one slot: live sessions and background work share slot 0")
 
 
 @cli.command(name="down")
@@ -119,14 +181,13 @@ def status(state: State, as_json: bool) -> None:
 
 cli.add_command(reindex)
 cli.add_command(memory)
+cli.add_command(chat)
+cli.add_command(approvals)
+cli.add_command(approve)
+cli.add_command(deny)
+cli.add_command(grants)
 
 
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="bxctl")
-
-
-cli.add_command(approvals)
-cli.add_command(approve)
-cli.add_command(deny)
-cli.add_command(grants)

@@ -35,7 +35,7 @@ def json_option(func: Any) -> Any:
 
 def _socket(state: State, path: Path | None) -> Path:
     """``--memory-socket``, else ``[sockets] admin`` in {home}/config/memoryd.toml, else the default."""
-    return path or roles.ROLES[0].socket(state.layout)
+    return path or roles.MEMORYD.socket(state.layout)
 
 
 @click.command(name="reindex")

@@ -6,7 +6,8 @@ logging to ``{home}/run/<role>.log`` with its pid in ``{home}/run/<role>.pid``, 
 role answers; it is a no-op for a role already running. `down` sends SIGTERM and waits. `status` asks
 each role over its owner socket.
 
-Roles built so far: memoryd. (loopd and brokerd join with the agent loop.)
+The roles, in the order `up` starts them: memoryd, brokerd, loopd. loopd's config carries the model
+server's URL and per-slot context, which `up` reads from the server (`model_probe`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.fsio import ensure_dir, lock_holder
 from boxmaker.proto.home import Layout
-from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
+from boxmaker.proto.messages import Body, MemoryAdmin, MemoryAdminReply, Status, StatusReply
 
 MEMORYD_CONFIG = """\
 # memoryd's configuration, written once by `bxctl up`; yours to edit, never overwritten.
@@ -40,17 +43,68 @@ max_class = "private"   # records above this class are not indexed
 """
 
 
+BROKERD_CONFIG = """\
+# brokerd's configuration, written once by `bxctl up`; yours to edit, never overwritten.
+# Every key: docs/configuration.md and docs/brokerd.md. Unknown keys are an error.
+# Grants live in {home}/grants/, one TOML file per grant (examples: docs/brokerd.md).
+
+[approvals]
+timeout_s = 600         # a call under an `ask` grant waits this long for `bxctl approve`
+
+[http_fetch]
+max_bytes = 2000000     # the most of a page http_fetch returns
+timeout_s = 20
+"""
+
+LOOPD_CONFIG = """\
+# loopd's configuration, written once by `bxctl up`; yours to edit, never overwritten.
+# Every key: docs/configuration.md. Unknown keys are an error.
+
+[model]
+url = "{url}"
+# name = ""             # the "model" field of requests, for servers that need one
+
+[expect]
+{n_ctx_line}
+
+[slots]
+main = 0                # live sessions
+background = {background}          # compaction summaries and the scheduler
+
+[limits]
+tool_calls_per_turn = 16
+max_tokens = 2048
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Role:
-    """A role bxctl can start: its name, config template and the socket that answers `status`."""
+    """A role bxctl can start: its name, config template, the socket that answers `status` and the
+    lock file its process holds."""
 
     name: str
     config_template: str
+    socket_key: str
 
     def socket(self, layout: Layout) -> Path:
-        """The owner socket `status` is asked on: ``[sockets] admin`` in the role's config when
-        set there, else the default under the home."""
-        return configured_socket(self.config(layout), "admin") or layout.memory_admin_socket
+        """The owner socket `status` is asked on: ``[sockets] <key>`` in the role's config when set
+        there, else the default under the home."""
+        default = {
+            "memoryd": layout.memory_admin_socket,
+            "brokerd": layout.broker_admin_socket,
+            "loopd": layout.loop_owner_socket,
+        }[self.name]
+        return configured_socket(self.config(layout), self.socket_key) or default
+
+    def lock(self, layout: Layout) -> Path:
+        """The lock the running role holds (its pid is written in it)."""
+        return {"memoryd": layout.memory_lock, "brokerd": layout.broker_lock, "loopd": layout.loop_lock}[
+            self.name
+        ]
+
+    def status_request(self) -> Body:
+        """What `status` sends: memoryd answers `memory_admin status`, the others `status`."""
+        return MemoryAdmin(command="status") if self.name == "memoryd" else Status()
 
     def config(self, layout: Layout) -> Path:
         """Where `up` keeps the role's config."""
@@ -65,7 +119,72 @@ class Role:
         return layout.run / f"{self.name}.log"
 
 
-ROLES = (Role("memoryd", MEMORYD_CONFIG),)
+MEMORYD = Role("memoryd", MEMORYD_CONFIG, "admin")
+BROKERD = Role("brokerd", BROKERD_CONFIG, "admin")
+LOOPD = Role("loopd", LOOPD_CONFIG, "owner")
+ROLES = (MEMORYD, BROKERD, LOOPD)
+
+
+DEFAULT_MODEL_URL = "http://127.0.0.1:8080"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProbe:
+    """What a model server says about itself: whether it answered, whether it is llama-server
+    (``/props`` or ``/slots``), its per-slot context and its slot count (None when not reported)."""
+
+    answered: bool
+    llama: bool
+    n_ctx: int | None
+    slots: int | None
+    detail: str
+
+
+def model_probe(url: str, timeout: float = 5.0) -> ModelProbe:
+    """Ask the server at `url` for ``/props`` and ``/slots`` (llama-server), else ``/v1/models``.
+
+    Never raises: a server that does not answer is ``answered=False`` with the reason in `detail`.
+    """
+    base = url.rstrip("/")
+    n_ctx: int | None = None
+    slots: int | None = None
+    llama = False
+    try:
+        with httpx.Client(timeout=timeout) as http:
+            props = _json(http.get(f"{base}/props"))
+            if isinstance(props, dict):
+                llama = True
+                settings = props.get("default_generation_settings")
+                if isinstance(settings, dict) and _positive(settings.get("n_ctx")):
+                    n_ctx = settings["n_ctx"]
+                if _positive(props.get("total_slots")):
+                    slots = props["total_slots"]
+            listed = _json(http.get(f"{base}/slots"))
+            if isinstance(listed, list) and listed:
+                llama = True
+                slots = len(listed)
+                first = listed[0]
+                if n_ctx is None and isinstance(first, dict) and _positive(first.get("n_ctx")):
+                    n_ctx = first["n_ctx"]
+            if not llama:
+                http.get(f"{base}/v1/models")
+    except httpx.HTTPError as exc:
+        return ModelProbe(False, False, None, None, f"no model server answers at {base} ({exc})")
+    kind = "llama-server" if llama else "an OpenAI-compatible server"
+    return ModelProbe(True, llama, n_ctx, slots, f"{kind} at {base}")
+
+
+def _json(response: httpx.Response) -> object:
+    if response.status_code != 200:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +212,11 @@ def configured_socket(config: Path, name: str) -> Path | None:
 def status(layout: Layout, role: Role) -> RoleStatus:
     """Ask a role over its owner socket whether it runs."""
     try:
-        reply = wire.call(role.socket(layout), MemoryAdmin(command="status"), timeout=10.0)
+        reply = wire.call(role.socket(layout), role.status_request(), timeout=10.0)
     except PeerError as exc:
         return RoleStatus(role.name, False, None, exc.message)
+    if isinstance(reply, StatusReply):
+        return RoleStatus(role.name, True, reply.pid, reply.detail)
     if not isinstance(reply, MemoryAdminReply) or not isinstance(reply.data, dict):
         return RoleStatus(role.name, False, None, "unexpected reply to status")
     pid = reply.data.get("pid")
@@ -114,16 +235,27 @@ class AlreadyRunning(Exception):
         self.current = current
 
 
-def write_config(layout: Layout, role: Role) -> tuple[Path, bool]:
-    """Write the role's config if none exists. Returns its path and whether it was written."""
+def write_config(layout: Layout, role: Role, text: str | None = None) -> tuple[Path, bool]:
+    """Write the role's config (`text`, else its template) if none exists. Returns its path and
+    whether it was written."""
     path = role.config(layout)
     ensure_dir(path.parent)
     if path.exists():
         return path, False
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(role.config_template)
+        handle.write(role.config_template if text is None else text)
     return path, True
+
+
+def loopd_config_text(url: str, n_ctx: int | None, slots: int | None) -> str:
+    """loopd.toml for a model server at `url` with `n_ctx` tokens per slot and `slots` slots (one
+    slot: live and background work share slot 0)."""
+    n_ctx_line = (
+        f"n_ctx = {n_ctx}          # per slot, as the server reported it" if n_ctx else "# n_ctx = 4096"
+    )
+    background = 0 if slots == 1 else 1
+    return LOOPD_CONFIG.format(url=url.replace('"', ""), n_ctx_line=n_ctx_line, background=background)
 
 
 def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
@@ -132,7 +264,11 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
     Raises:
         StartError: the process exited or did not answer within `timeout` seconds.
     """
-    config, _ = write_config(layout, role)
+    config = role.config(layout)
+    if not config.exists():
+        write_config(
+            layout, role, loopd_config_text(DEFAULT_MODEL_URL, None, None) if role is LOOPD else None
+        )
     ensure_dir(layout.run)
     log_path = role.log_file(layout)
     command = [
@@ -186,7 +322,7 @@ def stop(layout: Layout, role: Role, timeout: float = 15.0) -> str:
     """
     pid_file = role.pid_file(layout)
     current = status(layout, role)
-    pid = current.pid if current.running else lock_holder(layout.memory_lock)
+    pid = current.pid if current.running else lock_holder(role.lock(layout))
     if pid is None or not _alive(pid):
         pid_file.unlink(missing_ok=True)
         return f"{role.name} is not running"

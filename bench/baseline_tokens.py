@@ -1,0 +1,134 @@
+"""The baseline's size in tokens (M5a section 1.5: at most 3,000), with the starter soul.md and empty memory
+files, and with every memory file at its limit (soul.md 4,000, memory.md 2,200, user.md 1,375 characters).
+
+The baseline is built as loopd builds it: system.md, a blank line, the memory block rendered by memoryd
+(in process), and the core tool schemas. With a llama-server at ``--model-url``, tokens are counted with
+the real model's tokenizer: the system message through the server's chat template (``/apply-template``),
+plus the tool schemas as JSON (``/tokenize``). Without one, only characters are printed, and an estimate
+at 3.5 characters a token, marked as an estimate.
+
+    python bench/baseline_tokens.py [--model-url http://127.0.0.1:8080] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from boxmaker.loopd.tools import core_tools
+from boxmaker.memoryd.config import load
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto.messages import MemoryBlock, MemoryBlockReply
+from boxmaker.proto.settings import packaged_starter
+
+LIMIT = 3000
+FACTS = [
+    "The owner's home server is a Debian box called atlas; backups run nightly to the disk sdb at 02:00 UTC.",
+    "Deploys happen on Thursdays after the 10:00 stand-up; never deploy on Fridays.",
+    "The garden project tracks tomatoes, beans and bees; the hive inspection log lives in notes/hive.md.",
+    "Invoices go out on the first working day of the month, in euros, from the billing@ address.",
+    "The owner prefers short answers with the command first and the explanation after.",
+    "Train tickets to Tromsø are booked through the Norwegian rail site, never through resellers.",
+]
+
+
+def fill(limit: int, base: str = "") -> list[str]:
+    """Entries of real-looking text whose file text is exactly `limit` characters."""
+    entries: list[str] = [base] if base else []
+    n = 0
+    while True:
+        text = "\n§\n".join(entries)
+        room = limit - len(text) - (3 if entries else 0)
+        if room <= 0:
+            break
+        fact = f"{FACTS[n % len(FACTS)]} (note {n})"
+        entries.append(fact[:room] if len(fact) > room else fact)
+        n += 1
+    return entries
+
+
+def baseline(home: Path, at_limit: bool) -> tuple[str, list[dict[str, Any]]]:
+    """The system text and tools of a new session's baseline on a fresh home."""
+    memory = home / "memory"
+    memory.mkdir(parents=True, mode=0o700)
+    soul = packaged_starter("soul.md").read_text(encoding="utf-8")
+    if at_limit:
+        soul_text = soul.rstrip("\n") + "\n\n" + " ".join(FACTS)
+        while len(soul_text) < 4000:
+            soul_text += " " + FACTS[len(soul_text) % len(FACTS)]
+        (memory / "soul.md").write_text(soul_text[:4000] + "\n", encoding="utf-8")
+        (memory / "memory.md").write_text("\n§\n".join(fill(2200)) + "\n", encoding="utf-8")
+        (memory / "user.md").write_text("\n§\n".join(fill(1375)) + "\n", encoding="utf-8")
+    service = Memoryd(load(None, str(home)))
+    service.open()
+    try:
+        reply = service.handle("memory_block", MemoryBlock())
+    finally:
+        service.close()
+    if not isinstance(reply, MemoryBlockReply):
+        raise SystemExit(f"memoryd refused the block: {reply}")
+    system = packaged_starter("system.md").read_text(encoding="utf-8").rstrip("\n")
+    return f"{system}\n\n{reply.text}", core_tools()
+
+
+def count(url: str | None, system: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    chars = len(system) + len(json.dumps(tools))
+    if url is None:
+        return {"chars": chars, "tokens": None, "estimate": round(chars / 3.5), "tokenizer": "none"}
+    with httpx.Client(base_url=url.rstrip("/"), timeout=60) as http:
+        prompt = http.post("/apply-template", json={"messages": [{"role": "system", "content": system}]})
+        prompt.raise_for_status()
+        rendered = prompt.json()["prompt"]
+        counted = 0
+        for text in (rendered, json.dumps(tools)):
+            reply = http.post("/tokenize", json={"content": text})
+            reply.raise_for_status()
+            counted += len(reply.json()["tokens"])
+        props = http.get("/props").json()
+    model = str(props.get("model_path", "?")).rsplit("/", 1)[-1]
+    return {"chars": chars, "tokens": counted, "estimate": None, "tokenizer": model}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model-url", help="a llama-server whose tokenizer counts the tokens")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    results = {}
+    for name, at_limit in (("starter", False), ("at_limit", True)):
+        root = Path(tempfile.mkdtemp(prefix="bx-tok-", dir="/tmp"))
+        try:
+            system, tools = baseline(root / "home", at_limit)
+            results[name] = count(args.model_url, system, tools)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        print(json.dumps(results))
+        return 0
+    for name, result in results.items():
+        what = "starter soul.md, empty memory" if name == "starter" else "every memory file at its limit"
+        if result["tokens"] is not None:
+            verdict = "ok" if result["tokens"] <= LIMIT else "OVER"
+            print(
+                f"baseline, {what}: {result['tokens']:,} tokens ({result['tokenizer']}), "
+                f"{result['chars']:,} characters; limit {LIMIT:,}: {verdict}"
+            )
+        else:
+            print(
+                f"baseline, {what}: {result['chars']:,} characters, about {result['estimate']:,} tokens "
+                "(an estimate: no --model-url tokenizer)"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
