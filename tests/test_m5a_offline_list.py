@@ -91,6 +91,65 @@ ITEMS: dict[str, list[str]] = {
     "bxctl: each memory command against a fake socket": [
         "bxctl/test_bxctl.py::test_each_memory_command_sends_its_request"
     ],
+    "bxctl: chat against a fake socket": [
+        "bxctl/test_chat_up.py::test_one_message_prints_the_reply_escaped_and_notices_on_stderr",
+        "bxctl/test_chat_up.py::test_a_failed_turn_exits_1_with_the_runbook_pointer",
+    ],
+    # brokerd
+    "brokerd: parsing both tools": [
+        "brokerd/test_arguments.py::test_good_arguments_pass",
+        "brokerd/test_arguments.py::test_bad_arguments_are_named",
+    ],
+    "brokerd: the built-in grants present with an empty grants/": [
+        "brokerd/test_grants.py::test_the_builtins_are_present_with_an_empty_or_missing_folder",
+        "brokerd/test_grants.py::test_the_memory_builtins_are_the_seed_text_and_hash",
+    ],
+    "brokerd: a grant file naming either tool refused at load": [
+        "brokerd/test_grants.py::test_a_grant_for_recall_or_memory_is_a_problem_and_every_call_is_refused"
+    ],
+    "brokerd: the session's state carried in memory_call": [
+        "brokerd/test_service.py::test_the_session_state_travels_in_memory_call"
+    ],
+    "brokerd: the composite runtime": [
+        "brokerd/test_service.py::test_the_session_state_travels_in_memory_call",
+        "brokerd/test_service.py::test_memoryd_down_is_a_fixed_sentence",
+        "brokerd/test_local.py::test_http_fetch_an_allowed_host_is_untrusted",
+    ],
+    "brokerd: the stricter label, with a runtime that returns a stricter and a laxer one": [
+        "brokerd/test_service.py::test_labels_only_get_stricter"
+    ],
+    # loopd
+    "loopd: the baseline with a fake memoryd": [
+        "loopd/test_loop.py::test_baseline_is_system_md_a_blank_line_and_the_block_from_memory",
+        "loopd/test_loop.py::test_the_baseline_is_frozen_for_the_session",
+    ],
+    "loopd: the refusal and its pointer": [
+        "loopd/test_loop.py::test_memory_unavailable_fails_a_new_session_only",
+        "loopd/test_loopd_daemon.py::test_loopd_serves_chat_without_memoryd_running_sessions_only_fail_new",
+    ],
+    "loopd: session_updated sent after a finished turn": [
+        "loopd/test_loop.py::test_session_updated_after_a_finished_turn"
+    ],
+    "loopd: session_updated not sent after a turn ending in tool calls": [
+        "loopd/test_loop.py::test_no_session_updated_after_a_turn_ending_in_tool_calls"
+    ],
+    # device checks (M5a section 14), end to end with real processes and the fake model server
+    "device: a fact told in one session and recalled in another": [
+        "test_device_checks.py::test_a_fact_told_in_one_session_is_recalled_in_another"
+    ],
+    "device: an add listed by bxctl memory log, in a new session and not in the one that wrote it": [
+        "test_device_checks.py::test_an_add_shows_in_a_new_session_not_in_the_one_that_wrote_it"
+    ],
+    "device: a consolidate that moves an entry, which recall then finds": [
+        "test_device_checks.py::test_a_consolidate_moves_an_entry_that_recall_then_finds"
+    ],
+    "device: a write after a fetched page becomes an untrusted note": [
+        "test_device_checks.py::test_poisoning_by_a_fetched_page_lands_as_an_untrusted_note"
+    ],
+    "device: bxctl memory undo of the latest edit": ["test_device_checks.py::test_undo_of_the_latest_edit"],
+    "hermes #42405: a tool-call loop that never ends the turn": [
+        "loopd/test_loop.py::test_the_tool_call_cap_ends_the_turn_with_a_reply"
+    ],
     # public bug classes (issue 2)
     "hermes #54403: an entry holding a § line stored as two": [
         "memoryd/test_entries.py::test_entry_holding_a_separator_line_is_not_stored_as_two"

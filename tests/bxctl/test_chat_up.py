@@ -1,0 +1,173 @@
+"""bxctl chat against a fake loopd socket, and `bxctl up`'s reading of the model server (DESIGN 10.5)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from boxmaker.bxctl import roles
+from boxmaker.bxctl.cli import cli
+from boxmaker.proto.labels import DataClass, Label
+from boxmaker.proto.messages import Body, Chat, ChatReply, Error, ToolRun
+from boxmaker.proto.wire import FrameServer
+from fakes.llama_server import FakeLlamaServer
+
+
+class FakeLoopd:
+    """loopd's owner socket: answers `chat` with `reply` (or `error`), recording the requests."""
+
+    def __init__(self, path: Path) -> None:
+        self.requests: list[Chat] = []
+        self.error: Error | None = None
+        self.tools: list[ToolRun] = []
+        self.untrusted = False
+        self.server = FrameServer(path, self.handle, frozenset({"chat", "status"}))
+
+    def handle(self, kind: str, body: Body) -> Body:
+        assert isinstance(body, Chat)
+        self.requests.append(body)
+        if self.error is not None:
+            return self.error
+        session = body.session or "chat-new0000000000000000"
+        return ChatReply(
+            session=session,
+            turn=len(self.requests),
+            reply=f"you said {body.text}\x1b[31m",
+            tools=self.tools,
+            untrusted=self.untrusted,
+        )
+
+
+@pytest.fixture
+def loopd(home: Path) -> Iterator[FakeLoopd]:
+    fake = FakeLoopd(home / "run" / "owner-loop" / "chat.sock")
+    fake.server.start()
+    yield fake
+    fake.server.stop()
+
+
+def test_one_message_prints_the_reply_escaped_and_notices_on_stderr(loopd: FakeLoopd) -> None:
+    loopd.tools = [
+        ToolRun(name="recall", code="ok", label=Label(DataClass.PRIVATE, False)),
+        ToolRun(name="http_fetch", code="ok", label=Label(DataClass.PUBLIC, True)),
+        ToolRun(name="memory", code="refused:tainted", label=None),
+    ]
+    loopd.untrusted = True
+    result = CliRunner().invoke(cli, ["chat", "-m", "hello"])
+    assert result.exit_code == 0
+    assert result.stdout == "you said hello\\x1b[31m\n"
+    assert "[session chat-new0000000000000000]" in result.stderr
+    assert "[tools: recall, http_fetch (untrusted), memory (refused:tainted)]" in result.stderr
+    assert "read untrusted content" in result.stderr
+    assert loopd.requests == [Chat(text="hello", session=None)]
+
+
+def test_interactive_lines_go_on_with_the_same_session(loopd: FakeLoopd) -> None:
+    result = CliRunner().invoke(cli, ["chat"], input="first\n\nsecond\n/quit\nnever\n")
+    assert result.exit_code == 0
+    assert [r.text for r in loopd.requests] == ["first", "second"]
+    assert loopd.requests[1].session == "chat-new0000000000000000"
+
+
+def test_session_option_is_sent(loopd: FakeLoopd) -> None:
+    CliRunner().invoke(cli, ["chat", "--session", "chat-work", "-m", "hi"])
+    assert loopd.requests == [Chat(text="hi", session="chat-work")]
+
+
+@pytest.mark.parametrize("bad", ["Chat", "-x", "a/b", "x" * 65, "owner/../x"])
+def test_a_bad_session_id_is_a_usage_error(loopd: FakeLoopd, bad: str) -> None:
+    result = CliRunner().invoke(cli, ["chat", "--session", bad, "-m", "hi"])
+    assert result.exit_code == 2
+    assert "session id" in result.output
+    assert loopd.requests == []
+
+
+def test_an_empty_message_is_a_usage_error(loopd: FakeLoopd) -> None:
+    result = CliRunner().invoke(cli, ["chat", "-m", "  "])
+    assert result.exit_code == 2
+    assert loopd.requests == []
+
+
+def test_a_failed_turn_exits_1_with_the_runbook_pointer(loopd: FakeLoopd) -> None:
+    loopd.error = Error(code="session_full", message="session chat-x is full", runbook="session-full")
+    result = CliRunner().invoke(cli, ["chat", "-m", "hi"])
+    assert result.exit_code == 1
+    assert "session chat-x is full" in result.stderr
+    assert "runbook: session-full" in result.stderr
+
+
+def test_chat_with_loopd_down_says_how_to_start(home: Path) -> None:
+    result = CliRunner().invoke(cli, ["chat", "-m", "hi"])
+    assert result.exit_code == 1
+    assert "loopd does not answer" in result.stderr
+    assert "bxctl up" in result.stderr
+
+
+def test_the_model_probe_reads_props_and_slots() -> None:
+    with FakeLlamaServer(n_ctx=2048, slots=3) as server:
+        probe = roles.model_probe(server.url)
+    assert (probe.answered, probe.llama, probe.n_ctx, probe.slots) == (True, True, 2048, 3)
+    with FakeLlamaServer(degraded=True) as server:
+        probe = roles.model_probe(server.url)
+    assert (probe.answered, probe.llama, probe.n_ctx, probe.slots) == (True, False, None, None)
+    probe = roles.model_probe("http://127.0.0.1:9")
+    assert not probe.answered
+    assert "no model server answers at http://127.0.0.1:9" in probe.detail
+
+
+def test_loopd_config_text_with_one_slot_shares_it() -> None:
+    text = roles.loopd_config_text("http://h:1", 4096, 1)
+    assert 'url = "http://h:1"' in text
+    assert "n_ctx = 4096" in text
+    assert "background = 0" in text
+    assert "background = 1" in roles.loopd_config_text("http://h:1", 4096, 2)
+
+
+def up(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "boxmaker.bxctl", "up", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_up_without_a_model_server_asks_for_n_ctx_and_writes_nothing(home: Path) -> None:
+    result = up("--model-url", "http://127.0.0.1:9")
+    assert result.returncode == 1
+    assert "no model server answers at http://127.0.0.1:9" in result.stderr
+    assert "--n-ctx" in result.stderr
+    assert not (home / "config" / "loopd.toml").exists()
+    assert not (home / "run" / "memoryd.pid").exists()
+
+
+def test_up_refuses_an_n_ctx_the_server_contradicts(home: Path) -> None:
+    with FakeLlamaServer(n_ctx=4096) as server:
+        result = up("--model-url", server.url, "--n-ctx", "8192")
+    assert result.returncode == 1
+    assert "4,096 tokens of context per slot but --n-ctx says 8,192" in result.stderr
+
+
+def test_up_refuses_a_url_that_is_not_http(home: Path) -> None:
+    result = up("--model-url", "localhost:8080")
+    assert result.returncode == 2
+    assert "not an http:// or https:// URL" in result.stderr
+
+
+def test_up_with_an_openai_server_needs_n_ctx(home: Path) -> None:
+    with FakeLlamaServer(degraded=True) as server:
+        result = up("--model-url", server.url)
+    assert result.returncode == 1
+    assert "does not report its context size" in result.stderr
+
+
+def test_an_unknown_command_is_not_a_traceback() -> None:
+    result = CliRunner().invoke(cli, ["chatt"])
+    assert result.exit_code == 2
+    assert "No such command 'chatt'" in result.output

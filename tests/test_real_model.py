@@ -1,0 +1,146 @@
+"""End to end against a real llama-server with a real small model (issue 3's real-model check).
+
+It runs only when a real server is at hand, and otherwise skips saying why:
+
+- ``BOXMAKER_TEST_MODEL_URL=http://127.0.0.1:8091``: a llama-server already running (``-np 2``), or
+- ``LLAMA_SERVER=/path/to/llama-server LLAMA_MODEL=/path/to/model.gguf``: this test starts one with
+  ``-np 2 -c 8192`` on a free port and stops it afterwards.
+
+README, "Checking against a real model", says how to build both here in about seven minutes. The small
+model chats but does not call tools, so tool calls are covered by the fake server's tests; this one checks
+what only a real server can: a chat across two sessions, `timings` recorded in `usage` records, the slot's
+prompt cache reused across turns, and the baseline's size in real tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from boxmaker.proto.records import Assistant, SessionStart, Usage, read_log
+
+ROOT = Path(__file__).resolve().parents[1]
+HOW = (
+    "no real model server: set BOXMAKER_TEST_MODEL_URL to a running llama-server, or LLAMA_SERVER and "
+    "LLAMA_MODEL to a llama-server binary and a GGUF model (README: 'Checking against a real model')"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _ready(url: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+@pytest.fixture(scope="module")
+def model_url() -> Iterator[str]:
+    url = os.environ.get("BOXMAKER_TEST_MODEL_URL")
+    if url:
+        if not _ready(url.rstrip("/"), 5):
+            pytest.skip(f"BOXMAKER_TEST_MODEL_URL={url} does not answer /health")
+        yield url.rstrip("/")
+        return
+    binary, model = os.environ.get("LLAMA_SERVER"), os.environ.get("LLAMA_MODEL")
+    if not binary or not model:
+        pytest.skip(HOW)
+    if not Path(binary).is_file() or not Path(model).is_file():
+        pytest.skip(f"LLAMA_SERVER={binary} or LLAMA_MODEL={model} is not a file")
+    port = _free_port()
+    log = Path(tempfile.mkdtemp(prefix="bx-llama-", dir="/tmp")) / "llama-server.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [binary, "-m", model, "-np", "2", "-c", "8192", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        if not _ready(url, 120):
+            pytest.fail(f"llama-server did not become ready; see {log}")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def bxctl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_a_chat_across_two_sessions_with_timings_and_the_slot_cache(model_url: str, home: Path) -> None:
+    up = bxctl(home, "up", "--model-url", model_url)
+    assert up.returncode == 0, up.stderr
+    try:
+        first = bxctl(home, "chat", "--session", "chat-real-a", "-m", "My favourite colour is teal. Say hi.")
+        assert first.returncode == 0, first.stderr
+        second = bxctl(home, "chat", "--session", "chat-real-a", "-m", "What is my favourite colour?")
+        assert second.returncode == 0, second.stderr
+        other = bxctl(home, "chat", "--session", "chat-real-b", "-m", "Hello again.")
+        assert other.returncode == 0, other.stderr
+        replies = [r.stdout[:120] for r in (first, second, other)]
+        print(f"\nreal model replies (cut at 120 characters): {replies}")
+
+        records, _ = read_log(home / "sessions" / "chat-real-a" / "0.jsonl")
+        start = records[0]
+        assert isinstance(start, SessionStart)
+        assert start.slot == 0
+        usages = [r for r in records if isinstance(r, Usage)]
+        assert len(usages) == 2
+        assert all(u.prompt_n > 0 and u.predicted_n > 0 for u in usages)
+        # the second turn strictly extends the first prompt + reply: the slot reuses all but one token
+        assert usages[1].cache_n == usages[0].cache_n + usages[0].prompt_n + usages[0].predicted_n - 1
+        print(f"usage records: {[(u.prompt_n, u.cache_n, u.predicted_n) for u in usages]}")
+        assert any(isinstance(r, Assistant) and r.content for r in records)
+
+        # the first session's words are in memory for the owner and for recall
+        found = bxctl(home, "memory", "search", "favourite colour teal")
+        assert found.returncode == 0, found.stderr
+        assert "memory · session chat-real" in found.stdout
+        assert "teal" in found.stdout
+        baseline = json.loads((home / "sessions" / "chat-real-b" / "0.baseline.json").read_text())
+        assert "# soul.md" in baseline["system"]
+    finally:
+        bxctl(home, "down")
+
+
+def test_the_baseline_is_within_3000_real_tokens(model_url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "baseline_tokens.py"), "--model-url", model_url, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(done.stdout)
+    print(f"\nbaseline tokens: {result}")
+    assert result["starter"]["tokens"] <= 3000
+    assert result["at_limit"]["tokens"] <= 3000
