@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from boxmaker.proto.records import ToolResult, read_log
-from fakes.llama_server import FakeLlamaServer, FakeReply
+from fakes.llama_server import FakeLlamaServer, FakeReply, default_reply, tool_using_reply
 
 PAGE = (
     "<html><body><h1>Release notes</h1><p>The release moved to March.</p>"
@@ -276,3 +276,21 @@ def test_undo_of_the_latest_edit(box: Box) -> None:
     out = box.bxctl("memory", "undo", edit).output
     assert edit in out
     assert "Uses Helix as editor." not in box.memory_file("user.md")
+
+
+def test_the_readme_flow_with_a_tool_using_model(box: Box) -> None:
+    """README quickstart: the owner asks the agent to remember; a new session knows it; the log lists it."""
+    box.model.default = tool_using_reply
+    try:
+        told = box.chat("chat-readme-1", "Remember that I water the orchids on Sundays.")
+        assert "[tools: memory]" in told.stderr
+        log = box.bxctl("memory", "log").output
+        assert "session chat-readme-1" in log
+        assert "+ I water the orchids on Sundays." in log
+        asked = box.chat("chat-readme-2", "When do I water the orchids?")
+        assert "[tools: recall]" in asked.stderr
+        assert "orchids on Sundays" in asked.output
+        assert "I water the orchids on Sundays." in box.baseline("chat-readme-2")
+        assert "I water the orchids on Sundays." not in box.baseline("chat-readme-1")
+    finally:
+        box.model.default = default_reply

@@ -126,6 +126,29 @@ def default_reply(body: dict[str, Any]) -> FakeReply:
     return FakeReply(content="ok: " + (text_of(users[-1].get("content")) if users else ""))
 
 
+_REMEMBER = re.compile(r"\bremember(?:\s+that)?[,:]?\s+(?P<fact>.+)", re.I | re.S)
+
+
+def tool_using_reply(body: dict[str, Any]) -> FakeReply:
+    """A default that uses the memory tools the way a tool-capable model would, for demos and manual
+    checks without one (``--tools``): "remember (that) X" adds X to user.md; a question is looked up
+    with `recall`; after a tool result, the reply quotes it; anything else gets ``ok: <text>``."""
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        return FakeReply(content="From the tool: " + text_of(last.get("content"))[:400])
+    text = text_of(last.get("content")).strip()
+    remember = _REMEMBER.search(text)
+    if remember:
+        fact = remember.group("fact").strip().rstrip(".!") + "."
+        return FakeReply(
+            tool_calls=[("memory", {"action": "add", "file": "user", "text": fact[0].upper() + fact[1:]})]
+        )
+    if text.endswith("?"):
+        return FakeReply(tool_calls=[("recall", {"query": text[:500], "k": 3})])
+    return FakeReply(content="ok: " + text)
+
+
 # The server's state --------------------------------------------------------------------------------
 
 
@@ -160,6 +183,7 @@ class FakeLlamaServer:
         *,
         old_status: bool = False,
         delay: float = 0.0,
+        default: Callable[[dict[str, Any]], FakeReply] = default_reply,
         port: int = 0,
     ) -> None:
         self.n_ctx = n_ctx
@@ -167,6 +191,7 @@ class FakeLlamaServer:
         self.supports_tools = supports_tools
         self.old_status = old_status
         self.delay = delay
+        self.default = default
         self.port = port
         self.slots = [Slot(i) for i in range(max(slots, 1))]
         self.requests: list[tuple[str, Any]] = []
@@ -365,7 +390,7 @@ class FakeLlamaServer:
     def _next_reply(self, body: dict[str, Any]) -> tuple[int, FakeReply]:
         """The task's number and its reply: the next scripted one, else the default."""
         with self._state:
-            script = self._scripted.pop(0) if self._scripted else default_reply
+            script = self._scripted.pop(0) if self._scripted else self.default
             self._tasks += 1
             task = self._tasks
         return task, (script if isinstance(script, FakeReply) else script(body))
@@ -481,9 +506,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--degraded", action="store_true", help="an OpenAI-compatible server without slots")
     parser.add_argument("--old-status", action="store_true", help="send the context error with HTTP 500")
+    parser.add_argument(
+        "--tools",
+        action="store_true",
+        help="use the memory tools like a tool-capable model: 'remember that X' adds X to user.md, "
+        "a question is looked up with recall",
+    )
     args = parser.parse_args(argv)
     server = FakeLlamaServer(
-        args.n_ctx, args.slots, args.degraded, old_status=args.old_status, port=args.port
+        args.n_ctx,
+        args.slots,
+        args.degraded,
+        old_status=args.old_status,
+        port=args.port,
+        default=tool_using_reply if args.tools else default_reply,
     ).start()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
