@@ -368,3 +368,23 @@ def test_every_request_strictly_extends_the_previous_one(
         assert after["messages"][: len(prefix)] == prefix
         assert len(after["messages"]) > len(prefix)
         assert after["messages"][len(prefix)]["role"] == "assistant"
+
+
+def test_a_folder_left_before_the_first_record_starts_again(rig: Rig) -> None:
+    folder = rig.sessions / "chat-crashed"
+    folder.mkdir(parents=True)
+    (folder / "0.baseline.json").write_text('{"system": "stale", "tools": []}')
+    result = rig.loop.turn("chat-crashed", "hello")
+    assert result.turn == 1
+    assert json.loads((folder / "0.baseline.json").read_bytes())["system"] == f"{SYSTEM}\n\n{BLOCK}"
+
+
+def test_only_so_many_sessions_stay_in_memory(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    import boxmaker.loopd.loop as loop_module
+
+    monkeypatch.setattr(loop_module, "OPEN_SESSIONS", 3)
+    for n in range(6):
+        rig.loop.turn(f"chat-s{n}", "hello")
+    assert list(rig.loop._open) == ["chat-s3", "chat-s4", "chat-s5"]
+    # an evicted session opens again from disk and goes on where it was
+    assert rig.loop.turn("chat-s0", "again").turn == 2

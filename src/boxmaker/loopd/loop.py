@@ -37,6 +37,9 @@ log = logging.getLogger("boxmaker.loopd")
 
 _CALL_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
 
+#: How many sessions a loop keeps open in memory; others are read from disk when they are used.
+OPEN_SESSIONS = 64
+
 
 def utc_now() -> dt.datetime:
     """The current time, in UTC."""
@@ -158,11 +161,12 @@ class Loop:
 
     def _session(self, session_id: str) -> Session:
         """The open session `session_id`, opening or creating it (the caller holds its lock)."""
-        known = self._open.get(session_id)
-        if known is not None:
-            return known
-        folder = self.sessions / session_id
-        if folder.exists():
+        with self._guard:
+            known = self._open.pop(session_id, None)
+            if known is not None:
+                self._open[session_id] = known  # most recently used last
+                return known
+        if Session.started(self.sessions, session_id):
             session = Session.open(self.sessions, session_id)
         else:
             try:
@@ -174,8 +178,20 @@ class Loop:
                     "loopd-config", f"cannot read the system prompt ({exc})", "loopd-start-failed"
                 ) from None
             session = Session.create(self.sessions, session_id, baseline, self.settings.main_slot, self.now)
-        self._open[session_id] = session
+        with self._guard:
+            self._open[session_id] = session
+            self._evict()
         return session
+
+    def _evict(self) -> None:
+        """Keep at most `OPEN_SESSIONS` sessions in memory, dropping the least recently opened ones
+        that no turn is using (they open again from disk). The caller holds `_guard`."""
+        for name in list(self._open):
+            if len(self._open) <= OPEN_SESSIONS:
+                break
+            lock = self._locks.get(name)
+            if lock is not None and not lock.locked():
+                del self._open[name]  # its lock stays: a thread may be about to take it
 
     def _lock(self, session_id: str) -> threading.Lock:
         with self._guard:

@@ -173,6 +173,9 @@ class Session:
     ) -> Session:
         """Start a session: write ``0.baseline.json`` once, then ``0.jsonl`` with `session_start`.
 
+        A folder without ``0.jsonl`` (a crash between the two writes) is started again; the baseline
+        it may hold was never used by a request.
+
         Raises:
             SessionError: the id is not a session id, or the session already exists.
             OSError: the files cannot be written.
@@ -183,12 +186,19 @@ class Session:
         try:
             folder.mkdir(mode=0o700)
         except FileExistsError:
-            raise SessionError(session_id, "already exists") from None
+            # a folder left by a crash before the first record is not a session yet: start it again
+            if (folder / "0.jsonl").exists() or not folder.is_dir():
+                raise SessionError(session_id, "already exists") from None
         data = baseline.to_bytes()
         fsio.atomic_write(folder / "0.baseline.json", data)
         start = SessionStart(time=format_time(now()), epoch=0, slot=slot, baseline=digest(data))
         fsio.append_line(folder / "0.jsonl", encode_record(start))
         return cls(folder, 0, Baseline.from_bytes(session_id, data), slot, [start])
+
+    @staticmethod
+    def started(sessions: Path, session_id: str) -> bool:
+        """True when the session has a first log (``0.jsonl``): it exists and is opened, not created."""
+        return (sessions / session_id / "0.jsonl").exists()
 
     @classmethod
     def open(cls, sessions: Path, session_id: str) -> Session:
