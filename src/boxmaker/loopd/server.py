@@ -31,6 +31,9 @@ log = logging.getLogger("boxmaker.loopd")
 
 OWNER_KINDS = frozenset({"chat", "status"})
 
+#: Seconds between asks of a model server that has not answered yet.
+RETRY_S = 5.0
+
 
 class StartFailed(BoxmakerError):
     """Raised when loopd cannot start; the sentence says why (runbook loopd-start-failed)."""
@@ -153,9 +156,9 @@ class Server:
 
     def status(self) -> StatusReply:
         """loopd's status: the model server it uses and what it said about itself."""
-        info = self.server_info() if self.info is None else self.info
+        info = self.info  # never asks the server here: status answers at once
         if info is None:
-            model = f"model server {self.config.model_url} not answering"
+            model = f"model server {self.config.model_url} not answering (asked every {RETRY_S:g} s)"
         else:
             kind = "llama-server" if info.llama else "OpenAI-compatible"
             ctx = f", n_ctx {info.n_ctx:,} per slot" if info.n_ctx else ""
@@ -189,9 +192,16 @@ class Server:
         """Block until SIGTERM or SIGINT, then stop."""
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        said = ""
         try:
-            while not self._stop.wait(1.0):
-                pass
+            while not self._stop.wait(RETRY_S):
+                if self.info is None:
+                    try:
+                        self.server_info()
+                    except StartFailed as exc:
+                        if str(exc) != said:  # once, not every few seconds
+                            log.error("%s", exc)
+                            said = str(exc)
         finally:
             self.stop()
 
