@@ -78,6 +78,7 @@ class Server:
         )
         self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
         self._info_lock = threading.Lock()
+        self._unanswered = ""
         self._stop = threading.Event()
 
     def start(self) -> None:
@@ -116,7 +117,9 @@ class Server:
             try:
                 info = self.model.server_info()
             except ModelError as exc:
-                log.warning("model server not answering yet: %s", exc)
+                if str(exc) != self._unanswered:  # once per reason, not at every retry
+                    log.warning("model server not answering yet: %s", exc)
+                    self._unanswered = str(exc)
                 return None
             check_n_ctx(info, self.config.expect_n_ctx, self.config.model_url)
             if not info.llama:
