@@ -179,3 +179,19 @@ def test_find_tool_lists_the_allowed_tools_with_their_parameters(home: Path, bro
     assert "clock" not in python.output
     nothing = broker.tool_call(request("find_tool", {"query": "weather"}))
     assert nothing.output == "no allowed tool matches 'weather'"
+
+
+def test_read_file_of_a_folder_or_fifo_is_refused_and_leaks_nothing(docs: tuple[Brokerd, Path]) -> None:
+    import os
+
+    broker, folder = docs
+    os.mkfifo(folder / "pipe")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        response = broker.tool_call(request("read_file", {"path": str(folder)}))
+        assert response.code == "refused:not-a-file"
+        assert "is a folder" in response.output
+    fifo = broker.tool_call(request("read_file", {"path": str(folder / "pipe")}))
+    assert fifo.code == "refused:not-a-file"
+    assert "not a regular file" in fifo.output
+    assert len(os.listdir("/proc/self/fd")) == before

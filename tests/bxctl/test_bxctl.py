@@ -143,7 +143,7 @@ def test_memory_socket_option(home: Path) -> None:
 def test_nothing_listening_says_how_to_start(home: Path) -> None:
     result = bxctl("memory", "log")
     assert result.exit_code == 1
-    assert "memoryd does not answer at" in result.output
+    assert "memoryd does not answer (nothing answers at" in result.output
     assert "bxctl up" in result.output
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -61,17 +62,20 @@ def test_one_message_prints_the_reply_escaped_and_notices_on_stderr(loopd: FakeL
     result = CliRunner().invoke(cli, ["chat", "-m", "hello"])
     assert result.exit_code == 0
     assert result.stdout == "you said hello\\x1b[31m\n"
-    assert "[session chat-new0000000000000000]" in result.stderr
+    session = loopd.requests[0].session
+    assert session is not None
+    assert re.fullmatch(r"chat-[a-z2-7]{20}", session)
+    assert f"[session {session}]" in result.stderr
     assert "[tools: recall, http_fetch (untrusted), memory (refused:tainted)]" in result.stderr
     assert "read untrusted content" in result.stderr
-    assert loopd.requests == [Chat(text="hello", session=None)]
+    assert loopd.requests == [Chat(text="hello", session=session)]
 
 
 def test_interactive_lines_go_on_with_the_same_session(loopd: FakeLoopd) -> None:
     result = CliRunner().invoke(cli, ["chat"], input="first\n\nsecond\n/quit\nnever\n")
     assert result.exit_code == 0
     assert [r.text for r in loopd.requests] == ["first", "second"]
-    assert loopd.requests[1].session == "chat-new0000000000000000"
+    assert loopd.requests[1].session == loopd.requests[0].session
 
 
 def test_session_option_is_sent(loopd: FakeLoopd) -> None:
@@ -171,3 +175,48 @@ def test_an_unknown_command_is_not_a_traceback() -> None:
     result = CliRunner().invoke(cli, ["chatt"])
     assert result.exit_code == 2
     assert "No such command 'chatt'" in result.output
+
+
+def test_tool_names_from_the_model_are_escaped(loopd: FakeLoopd) -> None:
+    loopd.tools = [ToolRun(name="\x1b]0;pwned\x07\x1b[31mRED", code="refused:\x1b[2J", label=None)]
+    result = CliRunner().invoke(cli, ["chat", "-m", "hello"])
+    assert "\x1b" not in result.stderr
+    assert "\\x1b]0;pwned\\x07\\x1b[31mRED (refused:\\x1b[2J)" in result.stderr
+
+
+def test_text_that_is_not_utf8_or_too_long_is_refused_before_sending(loopd: FakeLoopd) -> None:
+    bad = CliRunner().invoke(cli, ["chat", "-m", "bad \udcff arg"])
+    assert bad.exit_code == 2
+    assert "not UTF-8" in bad.output
+    long = CliRunner().invoke(cli, ["chat", "-m", "x" * 100_001])
+    assert long.exit_code == 2
+    assert "100,001 characters; at most 100,000" in long.output
+    assert loopd.requests == []
+
+
+def test_piped_lines_go_on_after_a_bad_line_and_exit_1(loopd: FakeLoopd) -> None:
+    result = CliRunner().invoke(cli, ["chat"], input=b"bad \xff\xfe bytes\nok line\n")
+    assert result.exit_code == 1
+    assert "line 1 is not UTF-8 (byte 5); not sent" in result.stderr
+    assert [r.text for r in loopd.requests] == ["ok line"]
+
+
+def test_piped_lines_go_on_after_a_failed_turn_with_one_error_each(loopd: FakeLoopd) -> None:
+    loopd.error = Error(code="session_full", message="session chat-x is full", runbook="session-full")
+    result = CliRunner().invoke(cli, ["chat"], input="a\nb\n")
+    assert result.exit_code == 1
+    assert result.stderr.count("session chat-x is full") == 2
+    assert [r.text for r in loopd.requests] == ["a", "b"]
+
+
+def test_a_cut_reply_is_flagged(loopd: FakeLoopd) -> None:
+    original = loopd.handle
+
+    def cut(kind: str, body: Body) -> Body:
+        reply = original(kind, body)
+        assert isinstance(reply, ChatReply)
+        return ChatReply(reply.session, reply.turn, reply.reply, reply.tools, reply.untrusted, cut=True)
+
+    loopd.server.handler = cut
+    result = CliRunner().invoke(cli, ["chat", "-m", "hello"])
+    assert "cut at its length limit" in result.stderr

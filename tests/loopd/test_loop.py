@@ -388,3 +388,64 @@ def test_only_so_many_sessions_stay_in_memory(rig: Rig, monkeypatch: pytest.Monk
     assert list(rig.loop._open) == ["chat-s3", "chat-s4", "chat-s5"]
     # an evicted session opens again from disk and goes on where it was
     assert rig.loop.turn("chat-s0", "again").turn == 2
+
+
+def test_a_lone_surrogate_is_refused_before_anything_is_written(rig: Rig) -> None:
+    with pytest.raises(TurnFailed) as failed:
+        rig.loop.turn("chat-one", "bad \udcff text")
+    assert failed.value.code == "invalid-text"
+    assert not (rig.sessions / "chat-one").exists()
+
+
+def test_a_surrogate_in_a_tool_output_does_not_reach_the_model_server(rig: Rig) -> None:
+    rig.broker.outputs["clock"] = "noon \ud800"
+    rig.server.script(FakeReply(tool_calls=[("clock", {})]), FakeReply(content="noon"))
+    assert rig.loop.turn("chat-one", "time?").reply == "noon"
+    result = next(r for r in rig.records("chat-one") if isinstance(r, ToolResult))
+    assert result.content == "noon \ufffd"
+
+
+def test_a_first_message_that_cannot_fit_says_so_and_leaves_no_session(home: Path) -> None:
+    rig = Rig(home, server=FakeLlamaServer(n_ctx=1500, slots=2))
+    with pytest.raises(TurnFailed) as failed:
+        rig.loop.turn("chat-big", "word " * 2000)
+    assert failed.value.code == "session_full"
+    assert "the first message of session chat-big does not fit" in failed.value.message
+    assert "send a shorter message" in failed.value.message
+    assert not (rig.sessions / "chat-big").exists()
+
+
+def test_an_openai_server_counting_the_reply_budget_gets_what_fits(home: Path) -> None:
+    rig = Rig(home, server=FakeLlamaServer(n_ctx=1200, degraded=True))
+    rig.loop.settings = LoopSettings(main_slot=None, tool_calls_per_turn=16, max_tokens=2048)
+    assert rig.loop.turn("chat-one", "hello").reply == "ok: hello"
+    budgets = [r.get("max_tokens") for r in rig.chat_requests()]
+    assert budgets[0] == 2048
+    assert 0 < budgets[1] < 2048
+
+
+def test_a_log_damaged_while_open_is_noticed_before_the_next_turn(rig: Rig) -> None:
+    rig.loop.turn("chat-one", "hello")
+    with (rig.sessions / "chat-one" / "0.jsonl").open("ab") as handle:
+        handle.write(b"garbage line\n")
+    with pytest.raises(TurnFailed) as failed:
+        rig.loop.turn("chat-one", "go on")
+    assert failed.value.code == "session-damaged"
+    assert "line 5" in failed.value.message
+
+
+def test_a_valid_record_appended_outside_loopd_is_read_again(rig: Rig) -> None:
+    rig.loop.turn("chat-one", "hello")
+    with (rig.sessions / "chat-one" / "0.jsonl").open("ab") as handle:
+        handle.write(b'{"type":"user","time":"2026-11-29T12:00:00Z","content":"from a script"}\n')
+    assert rig.loop.turn("chat-one", "go on").turn == 3
+    assert {"role": "user", "content": "from a script"} in rig.chat_requests()[-1]["messages"]
+
+
+def test_a_missing_baseline_is_named(rig: Rig) -> None:
+    rig.loop.turn("chat-one", "hello")
+    (rig.sessions / "chat-one" / "0.baseline.json").unlink()
+    with pytest.raises(TurnFailed) as failed:
+        rig.loop.turn("chat-one", "go on")
+    assert failed.value.code == "session-damaged"
+    assert "0.baseline.json is missing" in failed.value.message

@@ -107,10 +107,21 @@ def read_file(path: str, grant: Grant, max_bytes: int) -> Output:
         return Output(f"read_file: {path} does not exist", "refused:not-found")
     except OSError as exc:
         return Output(f"read_file: cannot open {path} ({exc.strerror or exc})", "refused:unavailable")
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return Output(f"read_file: {path} is not a regular file", "refused:not-found")
-        data = handle.read(max_bytes + 1)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            return Output(f"read_file: {path} is {what}; give the path of a file", "refused:not-a-file")
+        data = b""
+        while len(data) <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        return Output(f"read_file: cannot read {path} ({exc.strerror or exc})", "refused:unavailable")
+    finally:
+        os.close(fd)
     text = data[:max_bytes].decode("utf-8", errors="replace")
     if len(data) > max_bytes:
         text += f"\n[cut at {max_bytes:,} bytes]"

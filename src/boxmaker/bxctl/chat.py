@@ -1,27 +1,48 @@
 """``bxctl chat``: talk to the agent (DESIGN 10.5).
 
 ``bxctl chat -m TEXT`` runs one turn and prints the reply; ``bxctl chat`` reads the owner's lines until
-end of input (or ``/quit``). ``--session ID`` starts that session or goes on with it; without it, the
-first turn starts a new chat session and later lines of the same run go on with it. The reply goes to
-stdout; notices (the session's id, the tools that ran, untrusted content read) go to stderr. Exit 1
-with the runbook pointer when a turn fails (``session_full``, ``memory-unavailable``, a role down).
+end of input (or ``/quit``). ``--session ID`` starts that session or goes on with it; without it, a new
+chat session id is made here (``chat-`` and 20 base32 characters) and later lines of the same run go on
+with it. The reply goes to stdout; notices (the session's id, the tools that ran, untrusted content
+read, a call waiting for the owner's approval, a reply cut at its length limit) go to stderr, escaped.
+Exit 1 with the runbook pointer when a turn fails (``session_full``, ``memory-unavailable``, a role
+down); with piped input every line is still sent, and the exit status is 1 if any turn failed.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import click
 
 from boxmaker.bxctl import client, roles
+from boxmaker.bxctl.broker import socket_path as broker_socket_path
 from boxmaker.bxctl.state import State, pass_state
-from boxmaker.proto.escape import escape
-from boxmaker.proto.ids import is_session_id
+from boxmaker.proto.escape import escape, escape_line
+from boxmaker.proto.ids import is_session_id, new_chat_session_id
 from boxmaker.proto.messages import Chat, ChatReply
 
 #: A turn may wait for the model and for the owner's approvals; this is the most bxctl waits.
 TURN_TIMEOUT = 3600.0
+#: The longest message loopd takes, in characters (the `chat` body's limit).
+MAX_TEXT = 100_000
+#: Seconds between looks at brokerd's approvals while a turn runs.
+APPROVAL_POLL_S = 1.0
+
+
+def check_text(text: str, where: str) -> str | None:
+    """Why `text` cannot be sent (not UTF-8, empty, too long), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"{where} is not UTF-8 (character {exc.start + 1})"
+    if not text.strip():
+        return f"{where} is empty"
+    if len(text) > MAX_TEXT:
+        return f"{where} is {len(text):,} characters; at most {MAX_TEXT:,}"
+    return None
 
 
 def _notices(reply: ChatReply, announced: bool) -> None:
@@ -30,11 +51,13 @@ def _notices(reply: ChatReply, announced: bool) -> None:
     if reply.tools:
         runs = []
         for run in reply.tools:
-            flags = [] if run.code == "ok" else [run.code]
+            flags = [] if run.code == "ok" else [escape_line(run.code)]
             if run.label is not None and run.label.untrusted:
                 flags.append("untrusted")
-            runs.append(run.name + (f" ({', '.join(flags)})" if flags else ""))
+            runs.append(escape_line(run.name) + (f" ({', '.join(flags)})" if flags else ""))
         click.echo(f"[tools: {', '.join(runs)}]", err=True)
+    if reply.cut:
+        click.echo("[the reply was cut at its length limit ([limits] max_tokens in loopd.toml)]", err=True)
     if reply.untrusted:
         click.echo(
             "[this session has read untrusted content: what it asks to remember becomes untrusted notes]",
@@ -42,8 +65,48 @@ def _notices(reply: ChatReply, announced: bool) -> None:
         )
 
 
-def _turn(path: Path, session: str | None, text: str) -> ChatReply:
-    reply = client.request("loopd", path, Chat(text=text, session=session), timeout=TURN_TIMEOUT)
+class ApprovalWatch:
+    """While a turn runs, tell the owner about calls of this session waiting for approval."""
+
+    def __init__(self, socket: Path, session: str) -> None:
+        self.socket = socket
+        self.session = session
+        self.seen: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ApprovalWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(APPROVAL_POLL_S):
+            try:
+                reply = client.broker_admin(self.socket, "approvals")
+            except click.ClickException:
+                continue  # brokerd down or busy: the turn itself will say what failed
+            data = reply.data if isinstance(reply.data, dict) else {}
+            for item in data.get("approvals", []):
+                if not isinstance(item, dict) or item.get("session") != self.session:
+                    continue
+                ident = str(item.get("id", ""))
+                if ident and ident not in self.seen:
+                    self.seen.add(ident)
+                    tool = escape_line(str(item.get("tool", "?")))
+                    click.echo(
+                        f"[waiting for your approval of {tool}: bxctl approve {escape_line(ident)} "
+                        f"(or bxctl deny {escape_line(ident)}); bxctl approvals shows the call]",
+                        err=True,
+                    )
+
+
+def _turn(state: State, path: Path, session: str, text: str) -> ChatReply:
+    with ApprovalWatch(broker_socket_path(state, None), session):
+        reply = client.request("loopd", path, Chat(text=text, session=session), timeout=TURN_TIMEOUT)
     if not isinstance(reply, ChatReply):
         raise client.RoleRefused(f"loopd answered {type(reply).__name__} to chat")
     return reply
@@ -67,40 +130,62 @@ def chat(state: State, message: str | None, session: str | None, loop_socket: Pa
         bxctl chat -m "Remember that I deploy on Thursdays."
         bxctl chat --session chat-notes
     """
-    if session is not None and not is_session_id(session):
+    if session is not None and (not is_session_id(session) or session == "owner"):
         raise click.BadParameter(
-            "a session id is 1 to 64 characters of a-z, 0-9 and '-', not starting with '-'",
+            "a session id is 1 to 64 characters of a-z, 0-9 and '-', not starting with '-' (and not 'owner')",
             param_hint="--session",
         )
-    if message is not None and not message.strip():
-        raise click.BadParameter("the message is empty", param_hint="-m")
-    path = loop_socket or roles.LOOPD.socket(state.layout)
     if message is not None:
-        reply = _turn(path, session, message)
-        _notices(reply, announced=False)
+        problem = check_text(message, "the message")
+        if problem:
+            raise click.BadParameter(problem, param_hint="-m")
+    path = loop_socket or roles.LOOPD.socket(state.layout)
+    named = session is not None
+    session = session or new_chat_session_id()
+    if message is not None:
+        reply = _turn(state, path, session, message)
+        _notices(reply, announced=named)
         click.echo(escape(reply.reply))
         return
+    _lines(state, path, session, announced=named)
+
+
+def _lines(state: State, path: Path, session: str, announced: bool) -> None:
     interactive = sys.stdin.isatty()
-    announced = False
+    failed = 0
+    number = 0
     while True:
         if interactive:
             click.echo("you> ", nl=False, err=True)
-        line = sys.stdin.readline()
-        if not line:
+        raw = sys.stdin.buffer.readline()
+        if not raw:
             break
-        text = line.rstrip("\n")
+        number += 1
+        try:
+            text = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
+        except UnicodeDecodeError as exc:
+            click.echo(f"error: line {number} is not UTF-8 (byte {exc.start + 1}); not sent", err=True)
+            failed += 1
+            continue
         if text.strip() in {"/quit", "/exit"}:
             break
         if not text.strip():
             continue
+        problem = check_text(text, f"line {number}")
+        if problem:
+            click.echo(f"error: {problem}; not sent", err=True)
+            failed += 1
+            continue
         try:
-            reply = _turn(path, session, text)
-        except client.RoleRefused as exc:
+            reply = _turn(state, path, session, text)
+        except client.RoleUnreachable:
+            raise
+        except click.ClickException as exc:
             click.echo(f"error: {exc.format_message()}", err=True)
-            if not interactive:
-                raise
+            failed += 1
             continue
         _notices(reply, announced)
         announced = True
-        session = reply.session
         click.echo(escape(reply.reply))
+    if failed and not interactive:
+        raise SystemExit(1)

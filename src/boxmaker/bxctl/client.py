@@ -24,7 +24,8 @@ class RoleUnreachable(click.ClickException):
     exit_code = 1
 
     def __init__(self, role: str, path: Path, why: str) -> None:
-        super().__init__(f"{role} does not answer at {path} ({why}); start it with `bxctl up`")
+        detail = why if str(path) in why else f"{path}: {why}"
+        super().__init__(f"{role} does not answer ({detail}); start it with `bxctl up`")
 
 
 class RoleRefused(click.ClickException):

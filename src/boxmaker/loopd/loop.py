@@ -13,6 +13,7 @@ effort; not after a turn that stopped in the middle of its tool calls.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import re
@@ -36,6 +37,7 @@ from boxmaker.proto.records import Assistant, ToolCall, ToolResult, Usage, User,
 log = logging.getLogger("boxmaker.loopd")
 
 _CALL_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: How many sessions a loop keeps open in memory; others are read from disk when they are used.
 OPEN_SESSIONS = 64
@@ -60,11 +62,36 @@ class Model(Protocol):
         ...
 
 
+def _room_for_reply(exc: ContextFull, max_tokens: int | None) -> int | None:
+    """The reply budget that fits when the prompt alone fits but prompt + `max_tokens` does not."""
+    if max_tokens is None or exc.n_prompt is None or exc.n_ctx is None:
+        return None
+    room = exc.n_ctx - exc.n_prompt
+    return room if 0 < room < max_tokens else None
+
+
+def _full_sentence(session: Session, exc: ContextFull) -> str:
+    """What the owner reads when a request does not fit: a full session, or a message (or a start)
+    that could never fit."""
+    size = f" ({exc.n_prompt:,} tokens of {exc.n_ctx:,})" if exc.n_prompt and exc.n_ctx else ""
+    if session.turns == 0:
+        return (
+            f"the first message of session {session.id} does not fit the model's context{size}: send a "
+            "shorter message, or give the model server a larger context per slot (the session's start, "
+            "system.md with the memory block and the tool schemas, must fit with room to spare)"
+        )
+    return (
+        f"session {session.id} is full: the next request does not fit the model's context{size}; "
+        "start a new session, or send a shorter message if this one is long"
+    )
+
+
 class TurnFailed(BoxmakerError):
     """Raised when a turn cannot be answered; `code` and `runbook` say why (DESIGN 10.5).
 
     Codes: ``session_full`` (the context is full), ``memory-unavailable`` (a new session without its
-    memory block), ``model-unreachable``, ``model-error``, ``session-damaged``, ``invalid-session``.
+    memory block), ``model-unreachable``, ``model-error``, ``session-damaged``, ``invalid-session``,
+    ``invalid-text`` (a message holding a lone surrogate).
     """
 
     def __init__(self, code: str, message: str, runbook: str) -> None:
@@ -96,6 +123,7 @@ class TurnResult:
     reply: str
     tools: list[ToolRun] = field(default_factory=list)
     untrusted: bool = False
+    cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +191,11 @@ class Loop:
         """The open session `session_id`, opening or creating it (the caller holds its lock)."""
         with self._guard:
             known = self._open.pop(session_id, None)
-            if known is not None:
+            if known is not None and known.unchanged():
                 self._open[session_id] = known  # most recently used last
                 return known
+        if known is not None:
+            log.warning("session %s changed on disk outside loopd; reading it again", session_id)
         if Session.started(self.sessions, session_id):
             session = Session.open(self.sessions, session_id)
         else:
@@ -213,12 +243,31 @@ class Loop:
             check_session_id(session_id)
         except SessionError as exc:
             raise TurnFailed("invalid-session", str(exc), "") from None
+        if _SURROGATE.search(text):
+            raise TurnFailed(
+                "invalid-text", "the message is not valid Unicode (it holds a lone surrogate)", ""
+            )
         with self._lock(session_id):
+            fresh = not Session.started(self.sessions, session_id)
             try:
                 session = self._session(session_id)
             except SessionError as exc:
                 raise TurnFailed(exc.code, str(exc), exc.runbook) from None
-            return self._run(session, text)
+            try:
+                return self._run(session, text)
+            except TurnFailed:
+                if fresh and len(session.records) == 1:
+                    self._discard(session)  # nothing but session_start: no session to keep
+                raise
+
+    def _discard(self, session: Session) -> None:
+        """Remove a session this turn created and never used (only its own two files)."""
+        with self._guard:
+            self._open.pop(session.id, None)
+        for name in ("0.jsonl", "0.baseline.json"):
+            (session.folder / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            session.folder.rmdir()
 
     def _run(self, session: Session, text: str) -> TurnResult:
         cap = self.settings.tool_calls_per_turn
@@ -249,6 +298,7 @@ class Loop:
             )
             if not completion.tool_calls:
                 result.reply = completion.content or ""
+                result.cut = completion.finish_reason == "length"
                 break
             capped = False
             for call in completion.tool_calls:
@@ -269,18 +319,18 @@ class Loop:
         return result
 
     def _complete(self, session: Session, messages: list[dict[str, Any]]) -> Completion:
+        max_tokens = self.settings.max_tokens
         try:
-            return self.model.complete(
-                messages, session.baseline.tools, session.slot, self.settings.max_tokens
-            )
+            try:
+                return self.model.complete(messages, session.baseline.tools, session.slot, max_tokens)
+            except ContextFull as exc:
+                room = _room_for_reply(exc, max_tokens)
+                if room is None:
+                    raise
+                # a server that counts the reply's budget too (OpenAI-style): ask for what fits
+                return self.model.complete(messages, session.baseline.tools, session.slot, room)
         except ContextFull as exc:
-            size = f" ({exc.n_prompt:,} tokens of {exc.n_ctx:,})" if exc.n_prompt and exc.n_ctx else ""
-            raise TurnFailed(
-                "session_full",
-                f"session {session.id} is full: the next request does not fit the model's context{size}; "
-                "start a new session",
-                "session-full",
-            ) from None
+            raise TurnFailed("session_full", _full_sentence(session, exc), "session-full") from None
         except ModelUnreachable as exc:
             raise TurnFailed("model-unreachable", str(exc), "model-unreachable") from None
         except ModelError as exc:
@@ -297,7 +347,8 @@ class Loop:
         )
         response = self.broker.call(request)
         label = response.label or NO_DATA
-        self._log_result(session, call, routed.tool, response.output, label)
+        output = _SURROGATE.sub("\ufffd", response.output)  # the model server takes only valid UTF-8
+        self._log_result(session, call, routed.tool, output, label)
         return ToolRun(name=routed.tool, code=response.code, label=label)
 
     def _log_result(self, session: Session, call: ToolCall, tool: str, content: str, label: Label) -> None:

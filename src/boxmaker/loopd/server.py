@@ -155,6 +155,7 @@ class Server:
             reply=result.reply,
             tools=result.tools,
             untrusted=result.untrusted,
+            cut=result.cut,
         )
 
     def status(self) -> StatusReply:

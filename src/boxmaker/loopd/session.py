@@ -164,6 +164,7 @@ class Session:
             self._count(record)
         self._messages = [{"role": "system", "content": baseline.system}]
         self._messages.extend(m for r in records if (m := message_of(r)) is not None)
+        self._seen = self._stat()
 
     # Creating and opening ------------------------------------------------------------------------
 
@@ -215,6 +216,8 @@ class Session:
         folder = sessions / session_id
         epochs = _epochs(folder)
         if not epochs:
+            if (folder / "0.jsonl").exists():
+                raise SessionError(session_id, "0.baseline.json is missing (a session keeps its baseline)")
             raise SessionError(session_id, "no such session")
         epoch = epochs[-1]
         earlier: list[Record] = []
@@ -257,11 +260,25 @@ class Session:
             OSError: the write failed; the record is then not kept.
         """
         fsio.append_line(self.log_path, encode_record(record))
+        self._seen = self._stat()
         self.records.append(record)
         self._count(record)
         message = message_of(record)
         if message is not None:
             self._messages.append(message)
+
+    def _stat(self) -> tuple[int, int, int, int] | None:
+        """(log size, log mtime, baseline size, baseline mtime) in bytes and ns; None when missing."""
+        try:
+            log = os.stat(self.log_path)
+            base = os.stat(self.folder / f"{self.epoch}.baseline.json")
+        except OSError:
+            return None
+        return log.st_size, log.st_mtime_ns, base.st_size, base.st_mtime_ns
+
+    def unchanged(self) -> bool:
+        """True when nobody but this session touched its log or baseline since its last write."""
+        return self._seen is not None and self._stat() == self._seen
 
     def _count(self, record: Record) -> None:
         if isinstance(record, User):

@@ -130,6 +130,7 @@ class ChatReply(_Body, frozen=True):
     reply: str
     tools: list[ToolRun]
     untrusted: bool
+    cut: bool = False  # added: the reply stopped at its length limit (finish_reason "length")
 
 
 class Status(_Body, frozen=True):
