@@ -195,7 +195,7 @@ def test_up_status_memory_commands_down(home: Path) -> None:
         assert "(control)" in evil.stderr
 
         files = run("memory", "files")
-        assert "user.md    23 of 1,375 characters, 1 entries" in files.stdout
+        assert "user.md    23 of 1,375 characters, 1 entry" in files.stdout
         search = run("memory", "search", "staging rack")
         assert "memory · note" in search.stdout
         assert "by the owner" in search.stdout or "session owner" in search.stdout
@@ -208,7 +208,7 @@ def test_up_status_memory_commands_down(home: Path) -> None:
         assert undo.returncode == 0, undo.stderr
         assert (home / "memory" / "user.md").read_text() == ""
         assert "(empty)" in run("memory", "show").stdout
-        assert run("reindex").stdout == "reindexed: 0 logs, 0 records, 1 notes\n"
+        assert run("reindex").stdout == "reindexed: 0 logs, 0 records, 1 note\n"
     finally:
         down = run("down")
     assert down.returncode == 0
@@ -279,7 +279,7 @@ def test_a_moved_home_keeps_working(home: Path) -> None:
             timeout=60,
             check=False,
         )
-        assert "user.md    16 of 1,375 characters, 1 entries" in files.stdout
+        assert "user.md    16 of 1,375 characters, 1 entry" in files.stdout
         assert not home.exists()
     finally:
         subprocess.run([sys.executable, "-m", "boxmaker.bxctl", "down"], env=env, timeout=60, check=False)

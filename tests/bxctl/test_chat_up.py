@@ -220,3 +220,43 @@ def test_a_cut_reply_is_flagged(loopd: FakeLoopd) -> None:
     loopd.server.handler = cut
     result = CliRunner().invoke(cli, ["chat", "-m", "hello"])
     assert "cut at its length limit" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1:notaport", "is not a valid URL"),
+        ("http://[::1", "is not a valid URL"),
+        ("http://", "no host"),
+    ],
+)
+def test_up_refuses_a_broken_url_in_one_sentence(home: Path, url: str, says: str) -> None:
+    result = up("--model-url", url)
+    assert result.returncode == 2
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_up_takes_a_url_ending_in_v1(home: Path) -> None:
+    with FakeLlamaServer(n_ctx=4096) as server:
+        result = up("--model-url", server.url + "/v1/", "--n-ctx", "4096")
+        try:
+            assert result.returncode == 0, result.stderr
+            assert f'url = "{server.url}"' in (home / "config" / "loopd.toml").read_text()
+        finally:
+            subprocess.run([sys.executable, "-m", "boxmaker.bxctl", "down"], timeout=60, check=False)
+
+
+def test_up_shows_only_this_starts_errors(home: Path) -> None:
+    config = home / "config" / "loopd.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[limits]\nmax_tokens = 0\n")
+    try:
+        first = up("--n-ctx", "4096")
+        assert "[limits] max_tokens" in first.stderr
+        config.write_text("[limits]\ntool_calls_per_turn = -1\n")
+        second = up("--n-ctx", "4096")
+        assert "tool_calls_per_turn" in second.stderr
+        assert "max_tokens" not in second.stderr
+    finally:
+        subprocess.run([sys.executable, "-m", "boxmaker.bxctl", "down"], timeout=60, check=False)

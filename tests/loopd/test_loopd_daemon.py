@@ -178,3 +178,25 @@ def test_loopd_starts_before_the_model_server_and_says_so(home: Path) -> None:
         assert failed.value.code in {"model-unreachable", "memory-unavailable"}
     finally:
         assert stop(process) == 0
+
+
+def test_a_slot_the_server_does_not_have_refuses_start(home: Path, model: FakeLlamaServer) -> None:
+    code, stderr = run_to_exit(write_config(home, model.url, "\n[slots]\nmain = 5\n"))
+    assert code == 1
+    assert "[slots] main = 5 in loopd.toml, but the model server at" in stderr
+    assert "has 2 slots (0 to 1)" in stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1:bad", "is not a valid URL"),
+        ("http://", "has no host"),
+        ("http://h:8080/?x=1", "plain base URL"),
+    ],
+)
+def test_a_url_that_cannot_work_is_one_sentence(home: Path, url: str, says: str) -> None:
+    code, stderr = run_to_exit(write_config(home, url))
+    assert code == 1
+    assert says in stderr
+    assert "Traceback" not in stderr

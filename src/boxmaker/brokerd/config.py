@@ -37,7 +37,7 @@ from boxmaker.proto.home import Layout, resolve_home
 from boxmaker.proto.settings import convert_config, load_toml
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
-PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
+PositiveFloat = Annotated[float, msgspec.Meta(gt=0, le=86_400)]  # at most a day, in seconds
 
 
 class _Paths(msgspec.Struct, forbid_unknown_fields=True):

@@ -89,10 +89,13 @@ def deny(state: State, approval_id: str, broker_socket: Path | None) -> None:
 @json_option
 @pass_state
 def grants(state: State, broker_socket: Path | None, as_json: bool) -> None:
-    """List your grants, the built-in ones, and any problem in grants/.
+    """List your grants, the built-in ones, and any problem in grants/ (then exit 1).
 
     \b
     Example:
         bxctl grants --json
     """
-    client.emit(client.broker_admin(socket_path(state, broker_socket), "grants"), as_json)
+    reply = client.broker_admin(socket_path(state, broker_socket), "grants")
+    client.emit(reply, as_json)
+    if isinstance(reply.data, dict) and reply.data.get("valid") is False:
+        raise SystemExit(1)  # every call is refused until grants/ is fixed

@@ -15,6 +15,7 @@ from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
 from boxmaker.bxctl.memory import memory, reindex
 from boxmaker.bxctl.state import State, pass_state
+from boxmaker.proto import settings
 from boxmaker.proto.errors import HomeError
 from boxmaker.proto.home import Layout, ensure_home, resolve_home
 
@@ -67,8 +68,10 @@ def up(ctx: click.Context, model_url: str, n_ctx: int | None) -> None:
         bxctl up --model-url http://127.0.0.1:8080
     """
     state: State = ctx.obj
-    if not model_url.startswith(("http://", "https://")):
-        raise click.BadParameter(f"{model_url!r} is not an http:// or https:// URL", param_hint="--model-url")
+    try:
+        model_url = settings.model_url(model_url)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--model-url") from None
     try:
         ensure_home(state.layout.home)
     except HomeError as exc:

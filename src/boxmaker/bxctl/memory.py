@@ -53,7 +53,14 @@ def reindex(state: State, memory_socket: Path | None) -> None:
     reply = client.request("memoryd", path, Reindex(), timeout=3600.0)
     if not isinstance(reply, Reindexed):
         raise client.RoleRefused(f"memoryd answered {type(reply).__name__} to reindex")
-    click.echo(f"reindexed: {reply.logs:,} logs, {reply.records:,} records, {reply.notes:,} notes")
+    click.echo(
+        f"reindexed: {_plural(reply.logs, 'log')}, {_plural(reply.records, 'record')}, "
+        f"{_plural(reply.notes, 'note')}"
+    )
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 @click.group(name="memory")

@@ -168,7 +168,7 @@ def model_probe(url: str, timeout: float = 5.0) -> ModelProbe:
                     n_ctx = first["n_ctx"]
             if not llama:
                 http.get(f"{base}/v1/models")
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         return ModelProbe(False, False, None, None, f"no model server answers at {base} ({exc})")
     kind = "llama-server" if llama else "an OpenAI-compatible server"
     return ModelProbe(True, llama, n_ctx, slots, f"{kind} at {base}")
@@ -283,6 +283,7 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
     ]
     with log_path.open("ab") as log:
         os.chmod(log_path, 0o600)
+        offset = log.tell()  # what this start writes begins here: earlier starts' lines are not news
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
@@ -295,7 +296,9 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
         if process.poll() is not None:
             if current.running:  # another one already serves this home
                 raise AlreadyRunning(current)
-            raise StartError(f"{role.name} exited with status {process.returncode}:\n{_tail(log_path)}")
+            raise StartError(
+                f"{role.name} exited with status {process.returncode}:\n{_tail(log_path, offset)}"
+            )
         time.sleep(0.1)
     raise StartError(f"{role.name} did not answer within {timeout:g} s; see {log_path}")
 
@@ -306,9 +309,12 @@ def _write_pid(path: Path, pid: int) -> None:
         handle.write(f"{pid}\n")
 
 
-def _tail(path: Path, lines: int = 12) -> str:
+def _tail(path: Path, offset: int = 0, lines: int = 12) -> str:
+    """The last `lines` lines written to `path` after byte `offset`."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
     return "\n".join(text.rstrip("\n").split("\n")[-lines:])

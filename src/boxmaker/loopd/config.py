@@ -48,7 +48,7 @@ import msgspec
 
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.home import Layout, resolve_home
-from boxmaker.proto.settings import convert_config, load_toml, packaged_starter
+from boxmaker.proto.settings import convert_config, load_toml, model_url, packaged_starter
 
 DEFAULT_MODEL_URL = "http://127.0.0.1:8080"
 
@@ -137,9 +137,10 @@ class Config:
 
 
 def _check_url(url: str, path: str) -> str:
-    if not url.startswith(("http://", "https://")) or len(url) < 10 or any(c.isspace() for c in url):
-        raise ConfigError(path, f"[model] url: {url!r} is not an http:// or https:// URL")
-    return url.rstrip("/")
+    try:
+        return model_url(url)
+    except ValueError as exc:
+        raise ConfigError(path, f"[model] url: {exc}") from None
 
 
 def load(config_path: Path | None = None, cli_home: str | None = None) -> Config:

@@ -57,6 +57,23 @@ def check_n_ctx(info: ServerInfo, expected: int | None, url: str) -> None:
     )
 
 
+def check_slots(info: ServerInfo, main: int, background: int, url: str) -> None:
+    """Refuse ``[slots]`` numbers the server does not have (llama-server would wrap them silently).
+
+    Raises:
+        StartFailed: naming the key, the number and the server's slots.
+    """
+    if info.slots is None:
+        return
+    for key, slot in (("main", main), ("background", background)):
+        if slot >= info.slots:
+            raise StartFailed(
+                f"[slots] {key} = {slot} in loopd.toml, but the model server at {url} has {info.slots} "
+                f"slot{'s' if info.slots != 1 else ''} (0 to {info.slots - 1}); use one of those, or start "
+                "llama-server with more (-np)"
+            )
+
+
 class Server:
     """loopd running: its lock, loop and owner socket."""
 
@@ -122,6 +139,7 @@ class Server:
                     self._unanswered = str(exc)
                 return None
             check_n_ctx(info, self.config.expect_n_ctx, self.config.model_url)
+            check_slots(info, self.config.main_slot, self.config.background_slot, self.config.model_url)
             if not info.llama:
                 self.loop.settings = LoopSettings(
                     None, self.config.tool_calls_per_turn, self.config.max_tokens

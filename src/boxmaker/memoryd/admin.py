@@ -217,13 +217,18 @@ def _files(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply("\n".join(lines), {"files": rows, "left_out": left_out})
 
 
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    """``1 entry``, ``2 entries``, ``1,204 notes``."""
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
 def _file_line(row: dict[str, Any]) -> str:
     if "problem" in row:
         return f"{row['file']:<10} PROBLEM: {row['problem']}"
     if row["limit"] is None:
-        return f"{row['file']:<10} {row['entries']:,} notes (no limit)"
+        return f"{row['file']:<10} {_plural(row['entries'], 'note')} (no limit)"
     flag = "  OVER LIMIT" if row["size"] > row["limit"] else ""
-    count = "" if row["entries"] is None else f", {row['entries']} entries"
+    count = "" if row["entries"] is None else f", {_plural(row['entries'], 'entry', 'entries')}"
     return f"{row['file']:<10} {row['size']:,} of {row['limit']:,} characters{count}{flag}"
 
 

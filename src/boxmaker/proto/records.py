@@ -39,8 +39,9 @@ class SessionStart(_Record, frozen=True, tag="session_start"):
     baseline: Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
 
 
-class User(_Record, frozen=True, tag="user"):
-    """What the owner (or a scheduler prompt) said; `speaker` names who, when known."""
+class User(_Record, frozen=True, tag="user", omit_defaults=True):
+    """What the owner (or a scheduler prompt) said; `speaker` names who, when known (left out of the
+    line when not known)."""
 
     content: str
     speaker: str | None = None

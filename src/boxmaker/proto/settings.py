@@ -10,6 +10,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -70,3 +71,27 @@ def _explain(message: str) -> str:
 def packaged_starter(name: str) -> Path:
     """A starter file shipped in the package (``boxmaker/config/<name>``; DESIGN 10.1)."""
     return Path(str(resources.files("boxmaker.config").joinpath(name)))
+
+
+def model_url(value: str) -> str:
+    """A model server's base URL, checked and normalised: http(s), a host, a valid port, no query;
+    trailing slashes and a trailing ``/v1`` removed (the client adds ``/v1/chat/completions``).
+
+    Raises:
+        ValueError: naming what is wrong, e.g. ``'http://h:x' has an invalid port``.
+    """
+    text = value.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+    if not parts.hostname:
+        raise ValueError(f"{value!r} has no host")
+    if port == 0:
+        raise ValueError(f"{value!r} has an invalid port")
+    if parts.query or parts.fragment or any(c.isspace() for c in text):
+        raise ValueError(f"{value!r} must be a plain base URL such as http://127.0.0.1:8080")
+    return text.rstrip("/").removesuffix("/v1").rstrip("/")
