@@ -260,3 +260,34 @@ def test_up_shows_only_this_starts_errors(home: Path) -> None:
         assert "max_tokens" not in second.stderr
     finally:
         subprocess.run([sys.executable, "-m", "boxmaker.bxctl", "down"], timeout=60, check=False)
+
+
+def test_chat_says_when_a_call_waits_for_approval(home: Path, loopd: FakeLoopd) -> None:
+    import time
+
+    from boxmaker.proto.messages import BrokerAdmin, BrokerAdminReply
+
+    def approvals(kind: str, body: Body) -> Body:
+        assert isinstance(body, BrokerAdmin)
+        waiting = [
+            {"id": "a-other", "session": "chat-someone-else", "tool": "read_file"},
+            {"id": "a-k3v9q2xw", "session": "chat-ask", "tool": "http_fetch"},
+        ]
+        return BrokerAdminReply(text="", data={"approvals": waiting})
+
+    broker = FrameServer(home / "run" / "owner-broker" / "admin.sock", approvals, frozenset({"broker_admin"}))
+    broker.start()
+    original = loopd.handle
+
+    def slow(kind: str, body: Body) -> Body:
+        time.sleep(1.6)
+        return original(kind, body)
+
+    loopd.server.handler = slow
+    try:
+        result = CliRunner().invoke(cli, ["chat", "--session", "chat-ask", "-m", "fetch it"])
+    finally:
+        broker.stop()
+    assert result.exit_code == 0
+    assert result.stderr.count("[waiting for your approval of http_fetch: bxctl approve a-k3v9q2xw") == 1
+    assert "a-other" not in result.stderr
