@@ -184,11 +184,11 @@ def test_session_updated_after_a_finished_turn(rig: Rig) -> None:
 
 def test_no_session_updated_after_a_turn_ending_in_tool_calls(rig: Rig) -> None:
     rig.server.script(FakeReply(tool_calls=[("clock", {})]))
-    # the second completion does not fit: the turn ends after its tool calls, unfinished
-    rig.broker.on_call = lambda: setattr(rig.server, "n_ctx", 10)
+    # the second completion fails: the turn ends after its tool calls, unfinished
+    rig.broker.on_call = lambda: setattr(rig.loop, "model", ModelClient("http://127.0.0.1:9", timeout=2.0))
     with pytest.raises(TurnFailed) as failed:
         rig.loop.turn("chat-one", "what time is it")
-    assert failed.value.code == "session_full"
+    assert failed.value.code == "model-unreachable"
     assert rig.memory.updates == []
 
 
@@ -286,15 +286,16 @@ def test_reasoning_is_logged_and_never_replayed(rig: Rig) -> None:
     assert "The owner said" not in json.dumps(rig.chat_requests()[-1])
 
 
-def test_a_full_context_is_session_full_and_leaves_the_log_alone(home: Path) -> None:
+def test_a_message_too_long_even_after_compaction_is_session_full_and_never_logged(home: Path) -> None:
     rig = Rig(home, server=FakeLlamaServer(n_ctx=1500, slots=2))
     rig.loop.turn("chat-one", "short")
-    before = (rig.sessions / "chat-one" / "0.jsonl").read_bytes()
     with pytest.raises(TurnFailed) as failed:
         rig.loop.turn("chat-one", "word " * 2000)
     assert failed.value.code == "session_full"
     assert failed.value.runbook == "session-full"
-    assert (rig.sessions / "chat-one" / "0.jsonl").read_bytes() == before
+    logged = [r for e in (0, 1) for r in rig.records("chat-one", e) if isinstance(r, User)]
+    assert [r.content for r in logged] == ["short"]
+    assert rig.loop.turn("chat-one", "a short one").turn == 2
 
 
 def test_model_unreachable_is_a_turn_failure(home: Path) -> None:

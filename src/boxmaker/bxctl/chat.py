@@ -56,6 +56,12 @@ def _notices(reply: ChatReply, announced: bool) -> None:
                 flags.append("untrusted")
             runs.append(escape_line(run.name) + (f" ({', '.join(flags)})" if flags else ""))
         click.echo(f"[tools: {', '.join(runs)}]", err=True)
+    if reply.compacted:
+        click.echo(
+            f"[the session was compacted: it goes on in epoch {reply.epoch} from a summary of the earlier "
+            f"part; bxctl sessions show {reply.session} shows it]",
+            err=True,
+        )
     if reply.cut:
         click.echo("[the reply was cut at its length limit ([limits] max_tokens in loopd.toml)]", err=True)
     if reply.untrusted:

@@ -14,6 +14,7 @@ from boxmaker.bxctl import roles
 from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
 from boxmaker.bxctl.memory import memory, reindex
+from boxmaker.bxctl.sessions import sessions
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto import settings
 from boxmaker.proto.errors import HomeError
@@ -185,6 +186,7 @@ def status(state: State, as_json: bool) -> None:
 cli.add_command(reindex)
 cli.add_command(memory)
 cli.add_command(chat)
+cli.add_command(sessions)
 cli.add_command(approvals)
 cli.add_command(approve)
 cli.add_command(deny)

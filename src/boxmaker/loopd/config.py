@@ -35,6 +35,11 @@
     tool_calls_per_turn = 16         # a turn that reaches it ends with a reply saying so
     max_tokens = 2048                # the longest reply, in tokens
 
+    [compact]                        # M5d section 5
+    threshold = 0.85                 # compact after a turn that leaves the slot this full (of n_ctx)
+    summary_chars = 4000             # the longest carried summary, in characters
+    prompt = "compact.md"            # next to the config file; the packaged starter when absent
+
 Unknown keys are an error naming the key. Relative paths resolve against the config file's folder.
 """
 
@@ -98,6 +103,12 @@ class _Limits(msgspec.Struct, forbid_unknown_fields=True):
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 2048
 
 
+class _Compact(msgspec.Struct, forbid_unknown_fields=True):
+    threshold: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.85
+    summary_chars: Annotated[int, msgspec.Meta(ge=200, le=100_000)] = 4000
+    prompt: str | None = None
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     paths: _Paths = msgspec.field(default_factory=_Paths)
     model: _Model = msgspec.field(default_factory=_Model)
@@ -108,6 +119,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     sockets: _Sockets = msgspec.field(default_factory=_Sockets)
     prompt: _Prompt = msgspec.field(default_factory=_Prompt)
     limits: _Limits = msgspec.field(default_factory=_Limits)
+    compact: _Compact = msgspec.field(default_factory=_Compact)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +141,9 @@ class Config:
     system_prompt: Path
     tool_calls_per_turn: int
     max_tokens: int
+    threshold: float
+    summary_chars: int
+    compact_prompt: Path
 
     @property
     def layout(self) -> Layout:
@@ -164,13 +179,20 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
 
     home = resolve_home(cli_home, resolve(raw.paths.home))
     layout = Layout(home)
-    system = resolve(raw.prompt.system)
-    if system is None:
-        named = base / "system.md" if config_path is not None else None
-        system = named if named is not None and named.is_file() else packaged_starter("system.md")
-    elif not system.is_file():
-        what = "is not a file" if system.exists() else "does not exist"
-        raise ConfigError(where, f"[prompt] system: {system} {what}")
+
+    def starter(value: str | None, name: str, key: str) -> Path:
+        """A configured file (which must exist), else ``name`` next to the config, else packaged."""
+        path = resolve(value)
+        if path is None:
+            named = base / name if config_path is not None else None
+            return named if named is not None and named.is_file() else packaged_starter(name)
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise ConfigError(where, f"{key}: {path} {what}")
+        return path
+
+    system = starter(raw.prompt.system, "system.md", "[prompt] system")
+    compact_prompt = starter(raw.compact.prompt, "compact.md", "[compact] prompt")
     return Config(
         home=home,
         model_url=_check_url(raw.model.url, where),
@@ -187,4 +209,7 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         system_prompt=system,
         tool_calls_per_turn=raw.limits.tool_calls_per_turn,
         max_tokens=raw.limits.max_tokens,
+        threshold=raw.compact.threshold,
+        summary_chars=raw.compact.summary_chars,
+        compact_prompt=compact_prompt,
     )

@@ -18,21 +18,24 @@ import datetime as dt
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from boxmaker.loopd.broker import NO_DATA, Broker
+from boxmaker.loopd.compact import Summariser, describe
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
 from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
-from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id
+from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id, message_of
 from boxmaker.loopd.tools import core_tools, route
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.ids import new_chat_session_id
 from boxmaker.proto.labels import Label
 from boxmaker.proto.messages import ToolRequest, ToolRun
 from boxmaker.proto.records import Assistant, ToolCall, ToolResult, Usage, User, format_time
+from boxmaker.proto.settings import packaged_starter
 
 log = logging.getLogger("boxmaker.loopd")
 
@@ -124,15 +127,36 @@ class TurnResult:
     tools: list[ToolRun] = field(default_factory=list)
     untrusted: bool = False
     cut: bool = False
+    epoch: int = 0
+    compacted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class LoopSettings:
-    """The loop's limits and slot."""
+    """The loop's slots, limits and compaction (M5d section 5).
+
+    `n_ctx` is the context per slot in tokens (None: unknown, so only a context-full error compacts);
+    a session whose last request left the slot at `threshold` x `n_ctx` or more is compacted before
+    its next turn (right after its turn when `compact_after_turn`, in the background).
+    """
 
     main_slot: int | None = 0
     tool_calls_per_turn: int = 16
     max_tokens: int | None = 2048
+    background_slot: int | None = 1
+    n_ctx: int | None = None
+    threshold: float = 0.85
+    summary_chars: int = 4000
+    compact_after_turn: bool = False
+
+
+class CompactFailed(BoxmakerError):
+    """Raised when a compaction cannot finish; the session stays on its old epoch (runbook
+    session-compact-failed)."""
+
+    def __init__(self, session: str, why: str) -> None:
+        super().__init__(f"session {session} could not be compacted: {why}")
+        self.why = why
 
 
 class Loop:
@@ -144,8 +168,9 @@ class Loop:
         broker: where tool calls go.
         memory: where a new session's memory block comes from (no default: a loop without memory
             must say so with `NoMemory`).
-        system_prompt: returns ``system.md``'s text, read for each new session.
-        settings: slot and limits.
+        system_prompt: returns ``system.md``'s text, read for each new session (and new epoch).
+        settings: slots, limits and compaction.
+        compact_prompt: returns ``compact.md``'s text (default: the packaged starter).
         now: the clock.
         new_id: makes a new chat session's id.
     """
@@ -159,9 +184,13 @@ class Loop:
         system_prompt: Callable[[], str],
         *,
         settings: LoopSettings,
+        compact_prompt: Callable[[], str] | None = None,
         now: Callable[[], dt.datetime] = utc_now,
         new_id: Callable[[], str] = new_chat_session_id,
     ) -> None:
+        self.compact_prompt = compact_prompt or (
+            lambda: packaged_starter("compact.md").read_text(encoding="utf-8")
+        )
         self.sessions = sessions
         self.model = model
         self.broker = broker
@@ -253,6 +282,7 @@ class Loop:
                 session = self._session(session_id)
             except SessionError as exc:
                 raise TurnFailed(exc.code, str(exc), exc.runbook) from None
+            self._compact_if_due(session)
             try:
                 return self._run(session, text)
             except TurnFailed:
@@ -269,14 +299,117 @@ class Loop:
         with contextlib.suppress(OSError):
             session.folder.rmdir()
 
+    # Compaction (M5d section 3) ------------------------------------------------------------------
+
+    def _due(self, session: Session) -> bool:
+        """True when the session must be compacted before its next turn: a compaction a crash cut
+        short, or a last request that left the slot at or above the threshold."""
+        if session.pending is not None:
+            return True
+        depth, n_ctx = session.depth(), self.settings.n_ctx
+        return depth is not None and n_ctx is not None and depth >= self.settings.threshold * n_ctx
+
+    def _compact_if_due(self, session: Session) -> None:
+        """Compact before a turn when due; a failure leaves the old epoch and is logged (the turn then
+        runs there, and a context-full error tries once more).
+
+        Raises:
+            TurnFailed: ``session-compact-failed`` when an interrupted compaction cannot be finished.
+        """
+        if not self._due(session):
+            return
+        try:
+            self.compact(session, "a compaction was due before this turn")
+        except CompactFailed as exc:
+            log.error("%s (runbook: session-compact-failed)", exc)
+            if session.pending is not None:  # its epoch has ended: nothing can be added to it
+                raise TurnFailed("session-compact-failed", str(exc), "session-compact-failed") from None
+
+    def compact(self, session: Session, why: str) -> None:
+        """Summarise the current epoch on the background slot and go on in the next (M5d 3.4-3.5).
+
+        The caller holds the session's lock: compaction holds the session busy.
+
+        Raises:
+            CompactFailed: compact.md or system.md unreadable, no memory block for the new baseline,
+                or the new epoch's files could not be written; the session stays on its epoch (or, if
+                `epoch_end` was written, is finished at its next open).
+        """
+        started = time.monotonic()
+        summary = session.pending
+        how = "carried from an interrupted compaction"
+        if summary is None:
+            summariser = Summariser(
+                self.model, self.settings.background_slot, self.compact_prompt, self.settings.summary_chars
+            )
+            try:
+                made = summariser.summarise(session)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CompactFailed(session.id, f"cannot read compact.md ({exc})") from None
+            summary, how = made.text, describe(made)
+        try:
+            baseline = self.baseline()
+        except MemoryUnavailable as exc:
+            raise CompactFailed(session.id, f"no memory block for the new epoch ({exc.why})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CompactFailed(session.id, f"cannot read system.md ({exc})") from None
+        try:
+            session.start_epoch(summary, baseline, self.now)
+        except OSError as exc:
+            raise CompactFailed(session.id, f"cannot write the new epoch ({exc})") from None
+        session.compacted = True
+        log.info(
+            "compacted %s into epoch %d (%s; %s) in %.1f s",
+            session.id,
+            session.epoch,
+            why,
+            how,
+            time.monotonic() - started,
+        )
+        self.memory.session_updated(session.id, session.turns)
+
+    def _compact_later(self, session_id: str) -> None:
+        """After a turn: compact in the background if it is due (the next turn waits for it)."""
+        with self._lock(session_id):
+            with self._guard:
+                session = self._open.get(session_id)
+            if session is None or not session.unchanged():
+                return
+            with contextlib.suppress(TurnFailed):  # logged; the next turn says it to the owner
+                self._compact_if_due(session)
+
+    def _worth_compacting(self, session: Session) -> bool:
+        """True when the epoch holds anything to summarise (a new session's first message does not)."""
+        return session.carry is not None or any(message_of(r) is not None for r in session.records)
+
     def _run(self, session: Session, text: str) -> TurnResult:
         cap = self.settings.tool_calls_per_turn
         user: User | None = User(time=format_time(self.now()), content=text)
         messages = [*session.messages(), {"role": "user", "content": text}]
         result = TurnResult(session.id, session.turns + 1, "")
         calls = 0
+        retried = False
         while True:
-            completion = self._complete(session, messages)
+            try:
+                completion = self._complete(session, messages)
+            except ContextFull as exc:
+                if retried or not self._worth_compacting(session):
+                    raise TurnFailed("session_full", _full_sentence(session, exc), "session-full") from None
+                retried = True
+                try:
+                    self.compact(session, "the context was full")
+                except CompactFailed as failed:
+                    raise TurnFailed(
+                        "session_full",
+                        f"{_full_sentence(session, exc)}; and {failed}",
+                        "session-compact-failed",
+                    ) from None
+                # retry the owner's message once in the new epoch (logged once, there); a turn already
+                # under way goes on from the summary
+                messages = session.messages()
+                if user is not None:
+                    messages.append({"role": "user", "content": text})
+                continue
             if user is not None:
                 session.append(user)
                 user = None
@@ -315,10 +448,20 @@ class Loop:
             messages = session.messages()
         result.turn = session.turns
         result.untrusted = session.untrusted
+        result.epoch = session.epoch
+        result.compacted, session.compacted = session.compacted, False
         self.memory.session_updated(session.id, session.turns)
+        if self.settings.compact_after_turn and self._due(session):
+            threading.Thread(target=self._compact_later, args=(session.id,), daemon=True).start()
         return result
 
     def _complete(self, session: Session, messages: list[dict[str, Any]]) -> Completion:
+        """One request of the turn.
+
+        Raises:
+            ContextFull: the request does not fit (the caller compacts or gives up).
+            TurnFailed: the model server is unreachable or failed.
+        """
         max_tokens = self.settings.max_tokens
         try:
             try:
@@ -329,8 +472,8 @@ class Loop:
                     raise
                 # a server that counts the reply's budget too (OpenAI-style): ask for what fits
                 return self.model.complete(messages, session.baseline.tools, session.slot, room)
-        except ContextFull as exc:
-            raise TurnFailed("session_full", _full_sentence(session, exc), "session-full") from None
+        except ContextFull:
+            raise
         except ModelUnreachable as exc:
             raise TurnFailed("model-unreachable", str(exc), "model-unreachable") from None
         except ModelError as exc:

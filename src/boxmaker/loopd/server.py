@@ -91,12 +91,29 @@ class Server:
             BrokerdClient(config.broker_socket, config.broker_timeout),
             MemorydSource(config.memory_socket),
             lambda: config.system_prompt.read_text(encoding="utf-8"),
-            settings=LoopSettings(config.main_slot, config.tool_calls_per_turn, config.max_tokens),
+            settings=self.settings(None),
+            compact_prompt=lambda: config.compact_prompt.read_text(encoding="utf-8"),
         )
         self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
         self._info_lock = threading.Lock()
         self._unanswered = ""
         self._stop = threading.Event()
+
+    def settings(self, info: ServerInfo | None) -> LoopSettings:
+        """The loop's settings: slots only for a server that has them (llama-server), and the context
+        per slot as the server reports it, else ``[expect] n_ctx``."""
+        slotted = info is None or info.llama
+        n_ctx = (info.n_ctx if info is not None else None) or self.config.expect_n_ctx
+        return LoopSettings(
+            main_slot=self.config.main_slot if slotted else None,
+            tool_calls_per_turn=self.config.tool_calls_per_turn,
+            max_tokens=self.config.max_tokens,
+            background_slot=self.config.background_slot if slotted else None,
+            n_ctx=n_ctx,
+            threshold=self.config.threshold,
+            summary_chars=self.config.summary_chars,
+            compact_after_turn=True,
+        )
 
     def start(self) -> None:
         """Everything up to serving.
@@ -113,6 +130,7 @@ class Server:
             raise StartFailed(str(exc)) from None
         try:
             self.config.system_prompt.read_text(encoding="utf-8")
+            self.config.compact_prompt.read_text(encoding="utf-8")
             self.server_info()
             self.socket.start()
         except (BoxmakerError, OSError, UnicodeDecodeError) as exc:
@@ -140,10 +158,7 @@ class Server:
                 return None
             check_n_ctx(info, self.config.expect_n_ctx, self.config.model_url)
             check_slots(info, self.config.main_slot, self.config.background_slot, self.config.model_url)
-            if not info.llama:
-                self.loop.settings = LoopSettings(
-                    None, self.config.tool_calls_per_turn, self.config.max_tokens
-                )
+            self.loop.settings = self.settings(info)
             log.info(
                 "model server %s: %s, n_ctx per slot %s, slots %s",
                 self.config.model_url,
@@ -174,6 +189,8 @@ class Server:
             tools=result.tools,
             untrusted=result.untrusted,
             cut=result.cut,
+            epoch=result.epoch,
+            compacted=result.compacted,
         )
 
     def status(self) -> StatusReply:

@@ -7,11 +7,22 @@ Layout, ready for M5d's epochs::
     sessions/<session-id>/0.jsonl           session_start {epoch, slot, baseline: "sha256:<hex>"}, then
                                             user, assistant, tool_result, usage records
 
+After a compaction (M5d section 3.5) the old log ends with ``epoch_end {next, summary}`` and the session
+goes on in ``N.baseline.json`` and ``N.jsonl``; the old files are kept. The replay of epoch N > 0 is
+the new system message, one user-role message holding a fixed heading and the carried summary (not a
+`user` record, not a turn), then the epoch's records.
+
 The baseline is saved once and replayed byte for byte: `open` reads the file and checks its hash
 against the epoch's `session_start`, so whatever the memory files say later, a session keeps the bytes
 it started with (inference contract 2, "strict extension"). `open` loads the highest epoch that has
-both files. Records are appended one write each, on an O_APPEND descriptor, and fsynced; a torn last
-line (a crash in the middle of a write) is set aside into ``N.jsonl.torn`` when the session opens.
+both files, with the carry from the previous epoch's `epoch_end`. Records are appended one write each,
+on an O_APPEND descriptor, and fsynced; a torn last line (a crash in the middle of a write) is set
+aside into ``N.jsonl.torn`` when the session opens.
+
+A crash between the steps of a compaction leaves one of: the old log without `epoch_end` (the old
+epoch, as if nothing happened); the old log ending in `epoch_end` with the new files missing, partly
+written or holding no complete record (`open` returns the old epoch with `pending` set to the summary,
+and the caller finishes the compaction before the next turn); or both new files whole (the new epoch).
 """
 
 from __future__ import annotations
@@ -31,10 +42,12 @@ from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.records import (
     Assistant,
+    EpochEnd,
     Record,
     RecordError,
     SessionStart,
     ToolResult,
+    Usage,
     User,
     encode_record,
     format_time,
@@ -118,6 +131,21 @@ def tool_call_message(record: Assistant) -> dict[str, Any]:
     return message
 
 
+#: The heading of the carried summary, in words: it says what the message is and who did not write it.
+CARRY_HEADING = " ".join(
+    (
+        "[Summary of this session so far.",
+        "The earlier part of this conversation was compacted to save room;",
+        "this summary was written from it and is not a new message from the owner.]",
+    )
+)
+
+
+def carry_message(summary: str) -> dict[str, Any]:
+    """The user-role message that opens an epoch after the first: the heading, then the summary."""
+    return {"role": "user", "content": f"{CARRY_HEADING}\n\n{summary}"}
+
+
 def message_of(record: Record) -> dict[str, Any] | None:
     """The chat message a record replays as, or None for records that are not messages."""
     if isinstance(record, User):
@@ -138,6 +166,9 @@ class Session:
         baseline: the epoch's baseline, exactly as saved.
         slot: the model slot the epoch runs on (None without slots).
         records: every record of the current epoch, in order.
+        carry: the summary carried from the previous epoch (None in epoch 0).
+        pending: the summary of a compaction that a crash interrupted after `epoch_end` was written
+            (the caller finishes it with `start_epoch` before the next turn); else None.
         turns: `User` records across every epoch: the first is turn 1 for the session's life.
         label: the stricter of every tool result's label in every epoch (starting public, trusted).
     """
@@ -151,6 +182,7 @@ class Session:
         records: list[Record],
         *,
         earlier: Iterable[Record] = (),
+        carry: str | None = None,
     ) -> None:
         self.folder = folder
         self.id = folder.name
@@ -158,13 +190,23 @@ class Session:
         self.baseline = baseline
         self.slot = slot
         self.records = records
+        self.carry = carry
+        last = records[-1] if records else None
+        self.pending = last.summary if isinstance(last, EpochEnd) and last.next == epoch + 1 else None
         self.turns = 0
+        self.compacted = False  # a new epoch began since the last reply (the owner is told once)
         self.label = Label(DataClass.PUBLIC, False)
         for record in (*earlier, *records):
             self._count(record)
-        self._messages = [{"role": "system", "content": baseline.system}]
-        self._messages.extend(m for r in records if (m := message_of(r)) is not None)
+        self._messages: list[dict[str, Any]] = []
+        self._replay()
         self._seen = self._stat()
+
+    def _replay(self) -> None:
+        self._messages = [{"role": "system", "content": self.baseline.system}]
+        if self.carry is not None:
+            self._messages.append(carry_message(self.carry))
+        self._messages.extend(m for r in self.records if (m := message_of(r)) is not None)
 
     # Creating and opening ------------------------------------------------------------------------
 
@@ -203,32 +245,41 @@ class Session:
 
     @classmethod
     def open(cls, sessions: Path, session_id: str) -> Session:
-        """Open a session at its highest epoch that has both a baseline and a log.
+        """Open a session at its highest whole epoch, with the carry from the epoch before.
 
-        A torn last line is set aside first (``N.jsonl.torn``).
+        A torn last line is set aside first (``N.jsonl.torn``). See the module docstring for what a
+        crash in the middle of a compaction leaves and how it opens.
 
         Raises:
             SessionError: no such session, or its files are damaged: a log whose first record is
                 not `session_start` of that epoch, a baseline whose hash differs from the one
-                `session_start` recorded, an unreadable record (naming the file and line).
+                `session_start` recorded, a missing baseline, an epoch after the first whose previous
+                log does not end with its `epoch_end` (no carry), an unreadable record (naming the
+                file and line).
         """
         check_session_id(session_id)
         folder = sessions / session_id
-        epochs = _epochs(folder)
-        if not epochs:
-            if (folder / "0.jsonl").exists():
-                raise SessionError(session_id, "0.baseline.json is missing (a session keeps its baseline)")
+        logs = _log_epochs(folder)
+        if not logs:
             raise SessionError(session_id, "no such session")
-        epoch = epochs[-1]
+        epoch = logs[-1]
+        fsio.set_aside_torn_tail(folder / f"{epoch}.jsonl")
+        records = _read(session_id, folder / f"{epoch}.jsonl")
+        if epoch > 0 and (not records or not (folder / f"{epoch}.baseline.json").exists()):
+            half_made = _read(session_id, folder / f"{epoch - 1}.jsonl")
+            last = half_made[-1] if half_made else None
+            if isinstance(last, EpochEnd) and last.next == epoch:
+                epoch, records = epoch - 1, half_made  # a compaction a crash cut short: finish it
         earlier: list[Record] = []
-        for number in _log_epochs(folder):
+        for number in logs:
             if number < epoch:
                 earlier.extend(_read(session_id, folder / f"{number}.jsonl"))
-        log_path = folder / f"{epoch}.jsonl"
-        fsio.set_aside_torn_tail(log_path)
-        records = _read(session_id, log_path)
         try:
             data = (folder / f"{epoch}.baseline.json").read_bytes()
+        except FileNotFoundError:
+            raise SessionError(
+                session_id, f"{epoch}.baseline.json is missing (a session keeps its baseline)"
+            ) from None
         except OSError as exc:
             raise SessionError(
                 session_id, f"cannot read {epoch}.baseline.json ({exc.strerror or exc})"
@@ -236,7 +287,7 @@ class Session:
         first = records[0] if records else None
         if not isinstance(first, SessionStart) or first.epoch != epoch:
             raise SessionError(
-                session_id, f"{log_path.name} does not start with session_start of epoch {epoch}"
+                session_id, f"{epoch}.jsonl does not start with session_start of epoch {epoch}"
             )
         if first.baseline != digest(data):
             raise SessionError(
@@ -244,7 +295,48 @@ class Session:
                 f"{epoch}.baseline.json changed since the session started (its hash is not the one "
                 "session_start recorded); a baseline is replayed byte for byte and never edited",
             )
-        return cls(folder, epoch, Baseline.from_bytes(session_id, data), first.slot, records, earlier=earlier)
+        carry = None
+        if epoch > 0:
+            previous = earlier[-1] if earlier else None
+            if not isinstance(previous, EpochEnd) or previous.next != epoch:
+                raise SessionError(
+                    session_id,
+                    f"epoch {epoch} has no carry: {epoch - 1}.jsonl does not end with epoch_end "
+                    f"(next {epoch})",
+                )
+            carry = previous.summary
+        baseline = Baseline.from_bytes(session_id, data)
+        return cls(folder, epoch, baseline, first.slot, records, earlier=earlier, carry=carry)
+
+    def start_epoch(self, summary: str, baseline: Baseline, now: Now) -> None:
+        """Compact: end this epoch and go on in the next one (M5d section 3.5), each step durable.
+
+        1. append ``epoch_end {next, summary}`` to this log (unless a crash already did);
+        2. write ``N+1.baseline.json`` (temp file, fsync, rename);
+        3. create ``N+1.jsonl`` with ``session_start {epoch: N+1, slot, baseline: its hash}``;
+        4. switch to the new epoch in memory: its baseline, its one record, `carry` = the summary.
+
+        Raises:
+            OSError: a write failed; the files are then in one of the states `open` handles.
+        """
+        following = self.epoch + 1
+        if self.pending is None:
+            self.append(EpochEnd(time=format_time(now()), next=following, summary=summary))
+        else:
+            summary = self.pending
+        data = baseline.to_bytes()
+        fsio.atomic_write(self.folder / f"{following}.baseline.json", data)
+        log_path = self.folder / f"{following}.jsonl"
+        log_path.unlink(missing_ok=True)  # a crash may have left it without a complete record
+        start = SessionStart(time=format_time(now()), epoch=following, slot=self.slot, baseline=digest(data))
+        fsio.append_line(log_path, encode_record(start))
+        self.epoch = following
+        self.baseline = Baseline.from_bytes(self.id, data)
+        self.records = [start]
+        self.carry = summary
+        self.pending = None
+        self._replay()
+        self._seen = self._stat()
 
     # Appending -------------------------------------------------------------------------------------
 
@@ -258,7 +350,10 @@ class Session:
 
         Raises:
             OSError: the write failed; the record is then not kept.
+            SessionError: the epoch has ended (`pending`): finish the compaction first.
         """
+        if self.pending is not None:
+            raise SessionError(self.id, f"epoch {self.epoch} has ended; finish its compaction first")
         fsio.append_line(self.log_path, encode_record(record))
         self._seen = self._stat()
         self.records.append(record)
@@ -293,31 +388,33 @@ class Session:
         """True when any tool result in any epoch was labelled untrusted (M5d 3.1)."""
         return self.label.untrusted
 
+    def depth(self) -> int | None:
+        """Tokens the slot holds after this epoch's last request: ``cache_n + prompt_n + predicted_n``
+        of its last `usage` (DESIGN 11; the next request contains the reply); None before any."""
+        for record in reversed(self.records):
+            if isinstance(record, Usage):
+                return record.cache_n + record.prompt_n + record.predicted_n
+        return None
+
+    def user_texts(self) -> list[str]:
+        """The owner's messages of this epoch, oldest first."""
+        return [r.content for r in self.records if isinstance(r, User)]
+
     def messages(self) -> list[dict[str, Any]]:
-        """The chat messages of the current epoch: the baseline's system text, then every user,
-        assistant and tool record in log order (a new list; the dicts are shared, do not edit)."""
+        """The chat messages of the current epoch: the baseline's system text, the carried summary
+        (epochs after the first), then every user, assistant and tool record in log order (a new list;
+        the dicts are shared, do not edit)."""
         return list(self._messages)
 
 
-def _epochs(folder: Path) -> list[int]:
-    """Epochs of `folder` that have both ``N.baseline.json`` and ``N.jsonl``, ascending."""
+def _log_epochs(folder: Path) -> list[int]:
+    """Epoch numbers of the ``N.jsonl`` files in `folder`, ascending ([] for no folder)."""
     try:
-        names = set(os.listdir(folder))
+        names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    found = []
-    for name in names:
-        stem = name.removesuffix(".jsonl")
-        if stem != name and _is_epoch(stem) and f"{stem}.baseline.json" in names:
-            found.append(int(stem))
-    return sorted(found)
-
-
-def _log_epochs(folder: Path) -> list[int]:
     return sorted(
-        int(stem)
-        for name in os.listdir(folder)
-        if (stem := name.removesuffix(".jsonl")) != name and _is_epoch(stem)
+        int(stem) for name in names if (stem := name.removesuffix(".jsonl")) != name and _is_epoch(stem)
     )
 
 

@@ -131,6 +131,8 @@ class ChatReply(_Body, frozen=True):
     tools: list[ToolRun]
     untrusted: bool
     cut: bool = False  # added: the reply stopped at its length limit (finish_reason "length")
+    epoch: Count = 0  # added: the session's epoch after the turn (M5d)
+    compacted: bool = False  # added: the session moved to a new epoch since the previous reply
 
 
 class Status(_Body, frozen=True):
