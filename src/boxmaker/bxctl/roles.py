@@ -74,6 +74,10 @@ background = {background}          # compaction summaries and the scheduler
 [limits]
 tool_calls_per_turn = 16
 max_tokens = 2048
+
+[compact]
+threshold = 0.85        # a turn that leaves the slot this full (of n_ctx) starts a new epoch
+summary_chars = 4000    # the summary carried into it, at most
 """
 
 
