@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from boxmaker.proto.records import Assistant, SessionStart, Usage, read_log
+from boxmaker.proto.records import Assistant, EpochEnd, SessionStart, Usage, read_log
 
 ROOT = Path(__file__).resolve().parents[1]
 HOW = (
@@ -144,3 +144,53 @@ def test_the_baseline_is_within_3000_real_tokens(model_url: str) -> None:
     print(f"\nbaseline tokens: {result}")
     assert result["starter"]["tokens"] <= 3000
     assert result["at_limit"]["tokens"] <= 3000
+
+
+def test_a_session_compacts_on_the_real_model_with_its_memory(model_url: str, home: Path) -> None:
+    import re
+
+    config = home / "config"
+    config.mkdir(parents=True)
+    info = httpx.get(f"{model_url}/props", timeout=10).json()
+    n_ctx = info["default_generation_settings"]["n_ctx"]
+    (config / "loopd.toml").write_text(
+        f'[model]\nurl = "{model_url}"\n[expect]\nn_ctx = {n_ctx}\n'
+        "[limits]\nmax_tokens = 200\n[compact]\nthreshold = 0.3\n",
+        encoding="utf-8",
+    )
+    up = bxctl(home, "up")
+    assert up.returncode == 0, up.stderr
+    fact = "The spare key is under the blue flowerpot."
+    try:
+        first = bxctl(
+            home, "chat", "--session", "chat-compact", "-m", "Hello! Tell me a short fact about rivers."
+        )
+        assert first.returncode == 0, first.stderr
+        # the small model makes no tool calls, so the owner writes the fact while the session runs
+        assert bxctl(home, "memory", "add", "--file", "memory", fact).returncode == 0
+        folder = home / "sessions" / "chat-compact"
+        for n in range(12):
+            if (folder / "1.jsonl").exists():
+                break
+            turn = bxctl(home, "chat", "--session", "chat-compact", "-m", f"Tell me fact number {n + 2}.")
+            assert turn.returncode == 0, turn.stderr
+        deadline = time.monotonic() + 300
+        while not (folder / "1.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert (folder / "1.jsonl").exists(), "the session did not compact"
+        after = bxctl(home, "chat", "--session", "chat-compact", "-m", "Where is the spare key?")
+        assert after.returncode == 0, after.stderr
+        baseline = json.loads((folder / "1.baseline.json").read_text(encoding="utf-8"))["system"]
+        assert fact in baseline
+        assert fact not in json.loads((folder / "0.baseline.json").read_text(encoding="utf-8"))["system"]
+        end = read_log(folder / "0.jsonl")[0][-1]
+        assert isinstance(end, EpochEnd)
+        log = (home / "run" / "loopd.log").read_text(encoding="utf-8")
+        line = next(x for x in log.splitlines() if "compacted chat-compact" in x)
+        assert '"how": "model"' in line or '"how": "pieces"' in line, line
+        seconds = re.search(r"in ([0-9.]+) s", line)
+        print(f"\ncompaction: {line.split('loopd INFO ')[-1]}")
+        print(f"summary ({len(end.summary)} characters): {end.summary[:300]!r}")
+        assert seconds is not None
+    finally:
+        bxctl(home, "down")
