@@ -222,6 +222,29 @@ def test_an_ask_grant_waits_for_the_owner(home: Path, serving: Callable[..., Ser
     assert admin(server, "approvals").data["approvals"] == []
 
 
+@pytest.mark.parametrize("change", ["deny-grant", "grant-removed"])
+def test_an_approved_call_is_decided_again_against_the_grants_of_now(
+    home: Path, serving: Callable[..., Server], change: str
+) -> None:
+    docs = home.parent / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("secret stuff")
+    write_grant(home, "ask-docs", grant_text("read_file", "ask", paths=[str(docs)]))
+    server = serving()
+    thread, out = call_in_thread(server, request("read_file", {"path": str(docs / "a.txt")}))
+    pending = wait_for_approval(server)
+    if change == "deny-grant":
+        write_grant(home, "no-docs", grant_text("read_file", "deny", paths=[str(docs)]))
+    else:
+        (home / "grants" / "ask-docs.toml").unlink()
+    admin(server, "approve", pending["id"])
+    thread.join(10)
+    (response,) = out
+    assert response.code == "refused:denied"
+    assert "secret stuff" not in response.output
+    assert audit_lines(home)[-1]["code"] == "refused:denied"
+
+
 def test_an_unanswered_ask_times_out(home: Path, serving: Callable[..., Server]) -> None:
     write_grant(home, "read-etc", grant_text("read_file", "ask", paths=["/etc"]))
     server = serving(approval_timeout_s=0.3)

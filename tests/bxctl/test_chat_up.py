@@ -219,7 +219,7 @@ def test_a_cut_reply_is_flagged(loopd: FakeLoopd) -> None:
 
     loopd.server.handler = cut
     result = CliRunner().invoke(cli, ["chat", "-m", "hello"])
-    assert "cut at its length limit" in result.stderr
+    assert "the reply was cut short" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -291,3 +291,18 @@ def test_chat_says_when_a_call_waits_for_approval(home: Path, loopd: FakeLoopd) 
     assert result.exit_code == 0
     assert result.stderr.count("[waiting for your approval of http_fetch: bxctl approve a-k3v9q2xw") == 1
     assert "a-other" not in result.stderr
+
+
+def test_an_endless_piped_line_is_skipped_without_holding_it(loopd: FakeLoopd) -> None:
+    data = b"x" * 1_000_000 + b"\nshort\n"
+    result = CliRunner().invoke(cli, ["chat"], input=data)
+    assert result.exit_code == 1
+    assert "line 1 is over 100,000 characters; not sent" in result.stderr
+    assert [r.text for r in loopd.requests] == ["short"]
+
+
+def test_a_url_with_a_password_is_refused(home: Path) -> None:
+    result = up("--model-url", "http://user:pw@127.0.0.1:8080")
+    assert result.returncode == 2
+    assert "cannot hold a user name or password" in result.stderr
+    assert "user:pw" not in result.stderr  # a secret given by mistake is not echoed

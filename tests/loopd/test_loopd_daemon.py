@@ -183,8 +183,43 @@ def test_loopd_starts_before_the_model_server_and_says_so(home: Path) -> None:
 def test_a_slot_the_server_does_not_have_refuses_start(home: Path, model: FakeLlamaServer) -> None:
     code, stderr = run_to_exit(write_config(home, model.url, "\n[slots]\nmain = 5\n"))
     assert code == 1
-    assert "[slots] main = 5 in loopd.toml, but the model server at" in stderr
-    assert "has 2 slots (0 to 1)" in stderr
+    assert "disagrees with loopd.toml: [slots] main = 5 but it has 2 slots (0 to 1" in stderr
+
+
+def test_every_disagreement_is_said_at_once_and_status_says_not_ready(home: Path) -> None:
+    import socket as sockets
+
+    with sockets.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    config = write_config(home, url, "\n[expect]\nn_ctx = 8192\n[slots]\nmain = 3\n")
+    process = spawn(config)
+    try:
+        socket = home / "run" / "owner-loop" / "chat.sock"
+        wait_ready(process, socket)
+        with FakeLlamaServer(n_ctx=4096, slots=1, port=port) as _:
+            with pytest.raises(PeerError) as failed:
+                wire.call(socket, Chat(text="hi", session="chat-x"), timeout=60)
+            assert failed.value.code == "model-mismatch"
+            assert "4,096 tokens of context per slot but [expect] n_ctx says 8,192" in failed.value.message
+            assert "[slots] main = 3 but it has 1 slot (0 to 0" in failed.value.message
+            status = wire.call(socket, Status(), timeout=5)
+            assert isinstance(status, StatusReply)
+            assert status.detail.startswith(f"NOT READY: the model server at {url} disagrees")
+    finally:
+        assert stop(process) == 0
+
+
+def test_a_one_slot_server_shares_its_slot_with_background_work(home: Path) -> None:
+    with FakeLlamaServer(n_ctx=4096, slots=1) as server:
+        process = spawn(write_config(home, server.url))
+        try:
+            status = wait_ready(process, home / "run" / "owner-loop" / "chat.sock")
+            assert status.detail.startswith("ready;")
+        finally:
+            assert stop(process) == 0
+    assert "background work shares slot 0" in (home.parent / "loopd.log").read_text()
 
 
 @pytest.mark.parametrize(

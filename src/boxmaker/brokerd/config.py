@@ -36,7 +36,7 @@ import msgspec
 from boxmaker.proto.home import Layout, resolve_home
 from boxmaker.proto.settings import convert_config, load_toml
 
-Positive = Annotated[int, msgspec.Meta(ge=1)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=1_000_000_000)]  # at most 1 GB, in bytes
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0, le=86_400)]  # at most a day, in seconds
 
 

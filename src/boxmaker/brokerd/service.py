@@ -97,7 +97,14 @@ class Brokerd:
             elif approval == "timeout":
                 response = _refused(request, sentences.owner_silent(self.approvals.timeout_s))
             else:
-                response = self._run(request, grant, session)
+                if approval == "approved":  # the grants may have changed while the owner was asked
+                    decision = policy.decide(self.grants.current(), request, session)
+                    grant = decision.grant if decision.grant is not None else grant
+                if decision.verdict == "deny":
+                    assert decision.refusal is not None
+                    response = _refused(request, decision.refusal)
+                else:
+                    response = self._run(request, grant, session)
         self._audit(request, decision, approval, response)
         return response
 

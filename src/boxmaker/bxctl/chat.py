@@ -28,6 +28,8 @@ from boxmaker.proto.messages import Chat, ChatReply
 TURN_TIMEOUT = 3600.0
 #: The longest message loopd takes, in characters (the `chat` body's limit).
 MAX_TEXT = 100_000
+#: The most bytes of one input line read at once: MAX_TEXT characters of up to 4 UTF-8 bytes, a newline.
+LINE_BYTES = MAX_TEXT * 4 + 2
 #: Seconds between looks at brokerd's approvals while a turn runs.
 APPROVAL_POLL_S = 1.0
 
@@ -63,7 +65,11 @@ def _notices(reply: ChatReply, announced: bool) -> None:
             err=True,
         )
     if reply.cut:
-        click.echo("[the reply was cut at its length limit ([limits] max_tokens in loopd.toml)]", err=True)
+        click.echo(
+            "[the reply was cut short: it reached [limits] max_tokens in loopd.toml, or the end of the "
+            "model's context]",
+            err=True,
+        )
     if reply.untrusted:
         click.echo(
             "[this session has read untrusted content: what it asks to remember becomes untrusted notes]",
@@ -90,11 +96,20 @@ class ApprovalWatch:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        silent = 0
         while not self._stop.wait(APPROVAL_POLL_S):
             try:
-                reply = client.broker_admin(self.socket, "approvals")
-            except click.ClickException:
-                continue  # brokerd down or busy: the turn itself will say what failed
+                reply = client.broker_admin(self.socket, "approvals", timeout=APPROVAL_POLL_S * 3)
+            except click.ClickException as exc:
+                silent += 1
+                if silent == 10:  # said once: a stuck brokerd makes tool calls wait
+                    click.echo(
+                        f"[brokerd does not answer ({exc.format_message()}); a tool call of this turn may "
+                        "be waiting for it: bxctl status]",
+                        err=True,
+                    )
+                continue
+            silent = 0
             data = reply.data if isinstance(reply.data, dict) else {}
             for item in data.get("approvals", []):
                 if not isinstance(item, dict) or item.get("session") != self.session:
@@ -163,10 +178,16 @@ def _lines(state: State, path: Path, session: str, announced: bool) -> None:
     while True:
         if interactive:
             click.echo("you> ", nl=False, err=True)
-        raw = sys.stdin.buffer.readline()
+        raw = sys.stdin.buffer.readline(LINE_BYTES)
         if not raw:
             break
         number += 1
+        if len(raw) == LINE_BYTES and not raw.endswith(b"\n"):
+            while (rest := sys.stdin.buffer.readline(LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass  # skip the rest of an over-long line without holding it
+            click.echo(f"error: line {number} is over {MAX_TEXT:,} characters; not sent", err=True)
+            failed += 1
+            continue
         try:
             text = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
         except UnicodeDecodeError as exc:

@@ -72,7 +72,7 @@ def up(ctx: click.Context, model_url: str, n_ctx: int | None) -> None:
     try:
         model_url = settings.model_url(model_url)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--model-url") from None
+        raise click.BadParameter(str(exc), param_hint="--model-url (or $BOXMAKER_MODEL_URL)") from None
     try:
         ensure_home(state.layout.home)
     except HomeError as exc:
@@ -132,8 +132,11 @@ def _loopd_config(state: State, model_url: str, n_ctx: int | None, explicit: boo
             f"{probe.detail} has {probe.n_ctx:,} tokens of context per slot but --n-ctx says {n_ctx:,}; "
             f"drop --n-ctx or give --n-ctx {probe.n_ctx}"
         )
+    source = "as the server reported it" if probe.n_ctx else "from --n-ctx"
     _, written = roles.write_config(
-        state.layout, roles.LOOPD, roles.loopd_config_text(model_url, n_ctx or probe.n_ctx, probe.slots)
+        state.layout,
+        roles.LOOPD,
+        roles.loopd_config_text(model_url, n_ctx or probe.n_ctx, probe.slots, source),
     )
     if written:
         click.echo(f"wrote {path} ({probe.detail if probe.answered else model_url})")

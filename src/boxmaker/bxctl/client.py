@@ -65,13 +65,13 @@ def admin(path: Path, command: str, arg: str = "", args: dict[str, Any] | None =
     return reply
 
 
-def broker_admin(path: Path, command: str, arg: str = "") -> BrokerAdminReply:
+def broker_admin(path: Path, command: str, arg: str = "", timeout: float = 120.0) -> BrokerAdminReply:
     """Run one ``broker_admin`` command on brokerd's admin socket.
 
     Raises:
         RoleUnreachable, RoleRefused: see `request`; also an unexpected reply kind.
     """
-    reply = request("brokerd", path, BrokerAdmin(command=command, arg=arg))
+    reply = request("brokerd", path, BrokerAdmin(command=command, arg=arg), timeout=timeout)
     if not isinstance(reply, BrokerAdminReply):
         raise RoleRefused(f"brokerd answered {type(reply).__name__} to broker_admin")
     return reply

@@ -252,12 +252,12 @@ def write_config(layout: Layout, role: Role, text: str | None = None) -> tuple[P
     return path, True
 
 
-def loopd_config_text(url: str, n_ctx: int | None, slots: int | None) -> str:
-    """loopd.toml for a model server at `url` with `n_ctx` tokens per slot and `slots` slots (one
-    slot: live and background work share slot 0)."""
-    n_ctx_line = (
-        f"n_ctx = {n_ctx}          # per slot, as the server reported it" if n_ctx else "# n_ctx = 4096"
-    )
+def loopd_config_text(
+    url: str, n_ctx: int | None, slots: int | None, source: str = "as the server reported it"
+) -> str:
+    """loopd.toml for a model server at `url` with `n_ctx` tokens per slot (`source` says where the
+    number came from) and `slots` slots (one slot: live and background work share slot 0)."""
+    n_ctx_line = f"n_ctx = {n_ctx}          # per slot, {source}" if n_ctx else "# n_ctx = 4096"
     background = 0 if slots == 1 else 1
     return LOOPD_CONFIG.format(url=url.replace('"', ""), n_ctx_line=n_ctx_line, background=background)
 

@@ -42,36 +42,39 @@ class StartFailed(BoxmakerError):
         super().__init__(f"loopd cannot start: {why} (runbook: loopd-start-failed)")
 
 
-def check_n_ctx(info: ServerInfo, expected: int | None, url: str) -> None:
-    """Refuse an ``[expect] n_ctx`` that disagrees with the server's per-slot context.
+class ServerMismatch(BoxmakerError):
+    """Raised when the model server disagrees with loopd.toml (its context per slot, its slots); the
+    sentence names every disagreement and what to change (runbook loopd-start-failed)."""
+
+
+def mismatches(info: ServerInfo, expected: int | None, main: int) -> list[str]:
+    """What in loopd.toml the server contradicts: ``[expect] n_ctx`` against its context per slot,
+    ``[slots] main`` against its slots. Empty when they agree (or it does not say)."""
+    found = []
+    if expected is not None and info.n_ctx is not None and info.n_ctx != expected:
+        found.append(
+            f"it has {info.n_ctx:,} tokens of context per slot but [expect] n_ctx says {expected:,} (set "
+            f"[expect] n_ctx = {info.n_ctx}, or restart llama-server with -c {expected} times its -np)"
+        )
+    if info.slots is not None and main >= info.slots:
+        found.append(
+            f"[slots] main = {main} but it has {info.slots} slot{'s' if info.slots != 1 else ''} "
+            f"(0 to {info.slots - 1}; use one of those, or restart llama-server with more -np)"
+        )
+    return found
+
+
+def check_server(info: ServerInfo, config: Config) -> None:
+    """Refuse a model server that contradicts loopd.toml.
 
     Raises:
-        StartFailed: saying both numbers and which to fix.
+        ServerMismatch: naming every disagreement at once.
     """
-    if expected is None or info.n_ctx is None or info.n_ctx == expected:
-        return
-    raise StartFailed(
-        f"the model server at {url} has {info.n_ctx:,} tokens of context per slot but [expect] n_ctx "
-        f"in loopd.toml says {expected:,}; set [expect] n_ctx = {info.n_ctx} in loopd.toml, or restart "
-        f"the server with a per-slot context of {expected:,} (llama-server: -c {expected} x slots, with -np)"
-    )
-
-
-def check_slots(info: ServerInfo, main: int, background: int, url: str) -> None:
-    """Refuse ``[slots]`` numbers the server does not have (llama-server would wrap them silently).
-
-    Raises:
-        StartFailed: naming the key, the number and the server's slots.
-    """
-    if info.slots is None:
-        return
-    for key, slot in (("main", main), ("background", background)):
-        if slot >= info.slots:
-            raise StartFailed(
-                f"[slots] {key} = {slot} in loopd.toml, but the model server at {url} has {info.slots} "
-                f"slot{'s' if info.slots != 1 else ''} (0 to {info.slots - 1}); use one of those, or start "
-                "llama-server with more (-np)"
-            )
+    found = mismatches(info, config.expect_n_ctx, config.main_slot)
+    if found:
+        raise ServerMismatch(
+            f"the model server at {config.model_url} disagrees with loopd.toml: " + "; ".join(found)
+        )
 
 
 class Server:
@@ -97,6 +100,7 @@ class Server:
         self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
         self._info_lock = threading.Lock()
         self._unanswered = ""
+        self.problem = ""  # what the model server contradicts in loopd.toml, while it does
         self._stop = threading.Event()
 
     def settings(self, info: ServerInfo | None) -> LoopSettings:
@@ -104,11 +108,21 @@ class Server:
         per slot as the server reports it, else ``[expect] n_ctx``."""
         slotted = info is None or info.llama
         n_ctx = (info.n_ctx if info is not None else None) or self.config.expect_n_ctx
+        background = self.config.background_slot
+        if info is not None and info.slots is not None and background >= info.slots:
+            log.warning(
+                "[slots] background = %d but the model server has %d slot(s): background work shares "
+                "slot %d with live sessions",
+                background,
+                info.slots,
+                self.config.main_slot,
+            )
+            background = self.config.main_slot
         return LoopSettings(
             main_slot=self.config.main_slot if slotted else None,
             tool_calls_per_turn=self.config.tool_calls_per_turn,
             max_tokens=self.config.max_tokens,
-            background_slot=self.config.background_slot if slotted else None,
+            background_slot=background if slotted else None,
             n_ctx=n_ctx,
             threshold=self.config.threshold,
             summary_chars=self.config.summary_chars,
@@ -144,7 +158,7 @@ class Server:
         """The model server's context and slots, asked once it answers; checks ``[expect] n_ctx``.
 
         Raises:
-            StartFailed: the server's per-slot context disagrees with ``[expect] n_ctx``.
+            ServerMismatch: the server contradicts loopd.toml (its context per slot, its slots).
         """
         with self._info_lock:
             if self.info is not None:
@@ -156,8 +170,12 @@ class Server:
                     log.warning("model server not answering yet: %s", exc)
                     self._unanswered = str(exc)
                 return None
-            check_n_ctx(info, self.config.expect_n_ctx, self.config.model_url)
-            check_slots(info, self.config.main_slot, self.config.background_slot, self.config.model_url)
+            try:
+                check_server(info, self.config)
+            except ServerMismatch as exc:
+                self.problem = str(exc)
+                raise
+            self.problem = ""
             self.loop.settings = self.settings(info)
             log.info(
                 "model server %s: %s, n_ctx per slot %s, slots %s",
@@ -180,7 +198,7 @@ class Server:
             result = self.loop.turn(body.session, body.text)
         except TurnFailed as exc:
             return Error(code=exc.code, message=exc.message, runbook=exc.runbook)
-        except StartFailed as exc:
+        except ServerMismatch as exc:
             return Error(code="model-mismatch", message=str(exc), runbook="loopd-start-failed")
         return ChatReply(
             session=result.session,
@@ -196,7 +214,9 @@ class Server:
     def status(self) -> StatusReply:
         """loopd's status: the model server it uses and what it said about itself."""
         info = self.info  # never asks the server here: status answers at once
-        if info is None:
+        if self.problem:
+            model = f"NOT READY: {self.problem} (runbook: loopd-start-failed)"
+        elif info is None:
             model = f"model server {self.config.model_url} not answering (asked every {RETRY_S:g} s)"
         else:
             kind = "llama-server" if info.llama else "OpenAI-compatible"
@@ -205,7 +225,7 @@ class Server:
         return StatusReply(
             role="loopd",
             pid=os.getpid(),
-            detail=f"ready; {model}",
+            detail=model if self.problem else f"ready; {model}",
             data={
                 "model_url": self.config.model_url,
                 "n_ctx": info.n_ctx if info else None,
@@ -237,7 +257,7 @@ class Server:
                 if self.info is None:
                     try:
                         self.server_info()
-                    except StartFailed as exc:
+                    except ServerMismatch as exc:
                         if str(exc) != said:  # once, not every few seconds
                             log.error("%s", exc)
                             said = str(exc)

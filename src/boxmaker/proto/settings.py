@@ -74,8 +74,9 @@ def packaged_starter(name: str) -> Path:
 
 
 def model_url(value: str) -> str:
-    """A model server's base URL, checked and normalised: http(s), a host, a valid port, no query;
-    trailing slashes and a trailing ``/v1`` removed (the client adds ``/v1/chat/completions``).
+    """A model server's base URL, checked and normalised: http(s), a host, a valid port, no query, no
+    user or password; trailing slashes and a trailing ``/v1`` or ``/v1/chat/completions`` removed (the
+    client adds ``/v1/chat/completions``).
 
     Raises:
         ValueError: naming what is wrong, e.g. ``'http://h:x' has an invalid port``.
@@ -92,6 +93,12 @@ def model_url(value: str) -> str:
         raise ValueError(f"{value!r} has no host")
     if port == 0:
         raise ValueError(f"{value!r} has an invalid port")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "a model URL cannot hold a user name or password (they would be shown in status lines); "
+            "put a token in the environment variable named by [model] api_key_env"
+        )
     if parts.query or parts.fragment or any(c.isspace() for c in text):
         raise ValueError(f"{value!r} must be a plain base URL such as http://127.0.0.1:8080")
-    return text.rstrip("/").removesuffix("/v1").rstrip("/")
+    base = text.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
+    return base.rstrip("/")
