@@ -89,8 +89,9 @@ def test_a_long_session_goes_on_in_a_new_epoch_with_its_memory(box: tuple[Path, 
     assert end.summary  # the fake's own text, as the summary
     shown = bxctl(home, "sessions", "show", "chat-long").stdout
     assert "summary carried into epoch 1" in shown
-    # recall of a phrase from epoch 0 still hits, for the owner and for the agent
+    # recall of a phrase from epoch 0 still hits, for the owner and for the agent; the new epoch is indexed
     assert "Where does the heron nest?" in bxctl(home, "memory", "search", "heron nest").stdout
+    assert "Are you still there?" in bxctl(home, "memory", "search", "still there").stdout
     last_epoch = len(epochs(home, "chat-long")) - 1
     model.script(
         FakeReply(tool_calls=[("recall", {"query": "where heron nest"})]), FakeReply(content="By the mill.")

@@ -465,3 +465,26 @@ def test_tool_result_records_untouched_by_compaction(home: Path) -> None:
     compacting(rig, n_ctx=1)
     rig.loop.turn("chat-one", "again")
     assert [r.call for r in rig.records("chat-one", 0) if isinstance(r, ToolResult)] == ["clock"]
+
+
+def test_a_failed_write_after_epoch_end_is_finished_later_without_a_second_epoch_end(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig, depth = _depth_after_one_turn(home)
+    compacting(rig, n_ctx=depth)
+    rig.server.script(FakeReply(content=SUMMARY))
+    real_write = session_module.fsio.atomic_write
+
+    def full_disk(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(session_module.fsio, "atomic_write", full_disk)
+    with pytest.raises(TurnFailed) as failed:
+        rig.loop.turn("chat-one", "second")
+    assert failed.value.code == "session-compact-failed"
+    monkeypatch.setattr(session_module.fsio, "atomic_write", real_write)
+    result = rig.loop.turn("chat-one", "third")
+    assert result.epoch == 1
+    ends = [r for r in rig.records("chat-one", 0) if isinstance(r, EpochEnd)]
+    assert len(ends) == 1
+    assert ends[0].summary == SUMMARY

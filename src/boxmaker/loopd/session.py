@@ -322,6 +322,7 @@ class Session:
         following = self.epoch + 1
         if self.pending is None:
             self.append(EpochEnd(time=format_time(now()), next=following, summary=summary))
+            self.pending = summary  # from here on the epoch has ended, whatever fails next
         else:
             summary = self.pending
         data = baseline.to_bytes()
