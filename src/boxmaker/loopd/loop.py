@@ -29,6 +29,8 @@ from boxmaker.loopd.compact import Summariser, describe
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
 from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
 from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id, message_of
+from boxmaker.loopd.slots import Priority, priority
+from boxmaker.loopd.summaries import Summaries
 from boxmaker.loopd.tools import core_tools, route
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.ids import new_chat_session_id
@@ -171,6 +173,7 @@ class Loop:
         system_prompt: returns ``system.md``'s text, read for each new session (and new epoch).
         settings: slots, limits and compaction.
         compact_prompt: returns ``compact.md``'s text (default: the packaged starter).
+        summaries: runs tool-output summaries after turns (M5d 4.3); None: none are made.
         now: the clock.
         new_id: makes a new chat session's id.
     """
@@ -185,9 +188,11 @@ class Loop:
         *,
         settings: LoopSettings,
         compact_prompt: Callable[[], str] | None = None,
+        summaries: Summaries | None = None,
         now: Callable[[], dt.datetime] = utc_now,
         new_id: Callable[[], str] = new_chat_session_id,
     ) -> None:
+        self.summaries = summaries
         self.compact_prompt = compact_prompt or (
             lambda: packaged_starter("compact.md").read_text(encoding="utf-8")
         )
@@ -216,7 +221,7 @@ class Loop:
         system = self.system_prompt().rstrip("\n")
         return Baseline(f"{system}\n\n{block}", core_tools())
 
-    def _session(self, session_id: str) -> Session:
+    def _session(self, session_id: str, background: bool = False) -> Session:
         """The open session `session_id`, opening or creating it (the caller holds its lock)."""
         with self._guard:
             known = self._open.pop(session_id, None)
@@ -236,7 +241,8 @@ class Loop:
                 raise TurnFailed(
                     "loopd-config", f"cannot read the system prompt ({exc})", "loopd-start-failed"
                 ) from None
-            session = Session.create(self.sessions, session_id, baseline, self.settings.main_slot, self.now)
+            slot = self.settings.background_slot if background else self.settings.main_slot
+            session = Session.create(self.sessions, session_id, baseline, slot, self.now)
         with self._guard:
             self._open[session_id] = session
             self._evict()
@@ -258,9 +264,10 @@ class Loop:
 
     # Turns -------------------------------------------------------------------------------------------
 
-    def turn(self, session_id: str | None, text: str) -> TurnResult:
+    def turn(self, session_id: str | None, text: str, background: bool = False) -> TurnResult:
         """Run one turn: the owner's `text` in `session_id` (None: a new chat session; an unknown id
-        starts that session).
+        starts that session). A session started with `background` runs on the background slot (the
+        scheduler's sessions); a session keeps the slot it started with.
 
         Raises:
             TurnFailed: with a code and runbook entry (see the class). Other turns of the same
@@ -279,7 +286,7 @@ class Loop:
         with self._lock(session_id):
             fresh = not Session.started(self.sessions, session_id)
             try:
-                session = self._session(session_id)
+                session = self._session(session_id, background)
             except SessionError as exc:
                 raise TurnFailed(exc.code, str(exc), exc.runbook) from None
             self._compact_if_due(session)
@@ -336,6 +343,8 @@ class Loop:
                 `epoch_end` was written, is finished at its next open).
         """
         started = time.monotonic()
+        if self.summaries is not None and not self.summaries.wait(session.id):
+            raise CompactFailed(session.id, "its tool-output summaries did not finish within 10 minutes")
         summary = session.pending
         how = "carried from an interrupted compaction"
         if summary is None:
@@ -343,7 +352,8 @@ class Loop:
                 self.model, self.settings.background_slot, self.compact_prompt, self.settings.summary_chars
             )
             try:
-                made = summariser.summarise(session)
+                with priority(Priority.COMPACTION):
+                    made = summariser.summarise(session)
             except (OSError, UnicodeDecodeError) as exc:
                 raise CompactFailed(session.id, f"cannot read compact.md ({exc})") from None
             summary, how = made.text, describe(made)
@@ -413,22 +423,7 @@ class Loop:
             if user is not None:
                 session.append(user)
                 user = None
-            session.append(
-                Assistant(
-                    time=format_time(self.now()),
-                    content=completion.content,
-                    reasoning_content=completion.reasoning,
-                    tool_calls=completion.tool_calls,
-                )
-            )
-            session.append(
-                Usage(
-                    time=format_time(self.now()),
-                    prompt_n=completion.prompt_n,
-                    cache_n=completion.cache_n,
-                    predicted_n=completion.predicted_n,
-                )
-            )
+            self._log_reply(session, completion)
             if not completion.tool_calls:
                 result.reply = completion.content or ""
                 result.cut = completion.finish_reason == "length"
@@ -446,11 +441,37 @@ class Loop:
                 session.append(Assistant(time=format_time(self.now()), content=result.reply))
                 break
             messages = session.messages()
+        return self._finish(session, result)
+
+    def _log_reply(self, session: Session, completion: Completion) -> None:
+        """Append the model's reply and its token counts."""
+        session.append(
+            Assistant(
+                time=format_time(self.now()),
+                content=completion.content,
+                reasoning_content=completion.reasoning,
+                tool_calls=completion.tool_calls,
+            )
+        )
+        session.append(
+            Usage(
+                time=format_time(self.now()),
+                prompt_n=completion.prompt_n,
+                cache_n=completion.cache_n,
+                predicted_n=completion.predicted_n,
+            )
+        )
+
+    def _finish(self, session: Session, result: TurnResult) -> TurnResult:
+        """After a finished turn: fill in the result, tell memoryd, start the tool summaries, and
+        start a compaction in the background when one is due."""
         result.turn = session.turns
         result.untrusted = session.untrusted
         result.epoch = session.epoch
         result.compacted, session.compacted = session.compacted, False
         self.memory.session_updated(session.id, session.turns)
+        if self.summaries is not None:
+            self.summaries.start(session, self.summaries.wanted(session))
         if self.settings.compact_after_turn and self._due(session):
             threading.Thread(target=self._compact_later, args=(session.id,), daemon=True).start()
         return result

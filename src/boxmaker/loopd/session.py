@@ -31,6 +31,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,6 +200,7 @@ class Session:
         for record in (*earlier, *records):
             self._count(record)
         self._messages: list[dict[str, Any]] = []
+        self._append_lock = threading.Lock()  # a turn and a tool summary may append at once
         self._replay()
         self._seen = self._stat()
 
@@ -353,15 +355,16 @@ class Session:
             OSError: the write failed; the record is then not kept.
             SessionError: the epoch has ended (`pending`): finish the compaction first.
         """
-        if self.pending is not None:
-            raise SessionError(self.id, f"epoch {self.epoch} has ended; finish its compaction first")
-        fsio.append_line(self.log_path, encode_record(record))
-        self._seen = self._stat()
-        self.records.append(record)
-        self._count(record)
-        message = message_of(record)
-        if message is not None:
-            self._messages.append(message)
+        with self._append_lock:
+            if self.pending is not None:
+                raise SessionError(self.id, f"epoch {self.epoch} has ended; finish its compaction first")
+            fsio.append_line(self.log_path, encode_record(record))
+            self._seen = self._stat()
+            self.records.append(record)
+            self._count(record)
+            message = message_of(record)
+            if message is not None:
+                self._messages.append(message)
 
     def _stat(self) -> tuple[int, int, int, int] | None:
         """(log size, log mtime, baseline size, baseline mtime) in bytes and ns; None when missing."""
