@@ -63,6 +63,7 @@ PURE = [
     "memoryd/notes.py",
     "memoryd/block.py",
     "memoryd/hits.py",
+    "memoryd/tiers.py",
 ]
 
 
@@ -96,7 +97,17 @@ def test_every_command_has_help_with_an_example(name: str, command: click.Comman
 
 def test_listing_commands_take_json() -> None:
     for name, command in COMMANDS:
-        if name.split()[-1] in ("log", "pending", "files", "search", "status", "show", "approvals", "grants"):
+        if name.split()[-1] in (
+            "log",
+            "pending",
+            "files",
+            "search",
+            "status",
+            "show",
+            "approvals",
+            "grants",
+            "tiers",
+        ):
             assert any(p.name == "as_json" for p in command.params), f"{name} has no --json"
 
 

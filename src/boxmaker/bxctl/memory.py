@@ -252,3 +252,28 @@ def memory_note(state: State, text: str, memory_socket: Path | None) -> None:
         bxctl memory note "The staging server moved to rack 4."
     """
     client.emit(client.admin(_socket(state, memory_socket), "note", _text(text)), False)
+
+
+@memory.command(name="tiers")
+@click.option(
+    "--untrusted",
+    is_flag=True,
+    help="Include the text of untrusted notes (by default they are listed by key and header only).",
+)
+@memory_socket_option
+@json_option
+@pass_state
+def memory_tiers(state: State, untrusted: bool, memory_socket: Path | None, as_json: bool) -> None:
+    """List each identity entry and note with how often agent recalls found it.
+
+    Hits count recalls made by agent sessions only (not your searches, not benchmark runs); notes
+    are listed most found first, then newest. The first line is the strictest label of what the
+    listing shows.
+
+    \b
+    Example:
+        bxctl memory tiers
+        bxctl memory tiers --untrusted --json
+    """
+    reply = client.admin(_socket(state, memory_socket), "tiers", "", {"untrusted": untrusted})
+    client.emit(reply, as_json)

@@ -12,6 +12,7 @@
 | search | arg: query; args: {"k": 1..50} | what is remembered, identity entries included |
 | add | args: {"file": "memory"/"user", "text"} | the owner's own identity write, journalled as the owner |
 | note | arg: text | the owner's own note |
+| tiers | args: {"untrusted": bool} | each identity entry and note with its recall count (`tiers`) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -26,7 +27,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from boxmaker.memoryd import review, sentences
+from boxmaker.memoryd import notes, recall, review, sentences, tiers
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
@@ -43,9 +44,13 @@ Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
 
 
 #: The commands that take no `arg`.
-NO_ARG = frozenset({"status", "pending", "files", "show", "add"})
+NO_ARG = frozenset({"status", "pending", "files", "show", "add", "tiers"})
 #: The keys of `args` each command takes (any other key is refused, naming it).
-ARGS: dict[str, frozenset[str]] = {"search": frozenset({"k"}), "add": frozenset({"file", "text"})}
+ARGS: dict[str, frozenset[str]] = {
+    "search": frozenset({"k"}),
+    "add": frozenset({"file", "text"}),
+    "tiers": frozenset({"untrusted"}),
+}
 
 
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
@@ -259,6 +264,21 @@ def _note(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return _answer(memory.write(lambda: memory.writer.note(OWNER, request.arg, "note")))
 
 
+def _tiers(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """M5d section 4.4 and DESIGN 11: the listing the tiering job and the owner read (`tiers`)."""
+    untrusted = request.args.get("untrusted", False)
+    if not isinstance(untrusted, bool):
+        raise InvalidBody("memory_admin", 'tiers takes args {"untrusted": true or false}')
+    try:
+        files = [(s.name, memory.store.read_identity(s).entries) for s in IDENTITY_FILES.values()]
+        found = notes.parse(memory.store.read_notes())
+        tallied = tiers.tally(recall.read_log(memory.recaller.recalls))
+    except (FileUnreadable, OSError) as exc:
+        return MemoryAdminReply(f"{exc}; nothing to list", {"code": "refused:unavailable"})
+    result = tiers.listing(files, found, tallied, untrusted=untrusted)
+    return MemoryAdminReply(result.text, result.data)
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -271,4 +291,5 @@ COMMANDS: dict[str, Command] = {
     "search": _search,
     "add": _add,
     "note": _note,
+    "tiers": _tiers,
 }

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,29 @@ class RecallResult:
     label: Label
     hits: tuple[Hit, ...]
     data: list[dict[str, Any]] = field(default_factory=list)
+
+
+_LOG_NAME = re.compile(r"\d{4}-\d{2}\.jsonl")
+
+
+def read_log(folder: Path) -> Iterator[str]:
+    """Every complete line of the recall log, oldest month first (DESIGN 10.4).
+
+    A torn last line (one being written) is not yet a line; a line that is not UTF-8 is yielded as
+    "" (which does not parse). A missing folder has no lines.
+
+    Raises:
+        OSError: when a month's file exists but cannot be read.
+    """
+    if not folder.is_dir():
+        return
+    for path in sorted(p for p in folder.iterdir() if _LOG_NAME.fullmatch(p.name)):
+        data = path.read_bytes()
+        for line in data.split(b"\n")[:-1]:
+            try:
+                yield line.decode("utf-8")
+            except UnicodeDecodeError:
+                yield ""
 
 
 class Recaller:
