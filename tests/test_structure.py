@@ -63,6 +63,7 @@ PURE = [
     "memoryd/notes.py",
     "memoryd/block.py",
     "memoryd/hits.py",
+    "loopd/cron.py",
 ]
 
 
