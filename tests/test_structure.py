@@ -64,6 +64,7 @@ PURE = [
     "memoryd/block.py",
     "memoryd/hits.py",
     "memoryd/tiers.py",
+    "loopd/cron.py",
 ]
 
 
