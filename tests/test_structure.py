@@ -108,6 +108,8 @@ def test_listing_commands_take_json() -> None:
             "approvals",
             "grants",
             "tiers",
+            "jobs",
+            "sessions",
         ):
             assert any(p.name == "as_json" for p in command.params), f"{name} has no --json"
 

@@ -58,6 +58,8 @@ EVERY_BODY = [
     messages.StatusReply(role="loopd", pid=42, detail="ready", data={"sessions": 3}),
     messages.BrokerAdmin(command="approve", arg="a-1"),
     messages.BrokerAdminReply(text="t", data=[]),
+    messages.LoopAdmin(command="jobs"),
+    messages.LoopAdminReply(text="t", data=[{"name": "tier"}]),
 ]
 
 

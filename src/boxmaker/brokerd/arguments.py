@@ -69,10 +69,16 @@ def check_recall(arguments: dict[str, Any]) -> str | None:
 
 
 def check_memory(arguments: dict[str, Any]) -> str | None:
-    """``memory``: the five actions of M5a section 5, each with exactly its keys."""
+    """``memory``: the five actions of M5a section 5, each with exactly its keys; and ``tiers`` (M5d
+    4.4, our addition: the tiering listing as a labelled tool result), with optional `untrusted`."""
     action = arguments.get("action")
+    if action == "tiers":
+        problem = _keys(arguments, ("action",), ("untrusted",))
+        if problem is None and not isinstance(arguments.get("untrusted", False), bool):
+            problem = "the argument `untrusted` must be true or false"
+        return problem
     if action not in _ACTION_KEYS:
-        return "the argument `action` must be one of add, replace, remove, note, consolidate"
+        return "the argument `action` must be one of add, replace, remove, note, consolidate, tiers"
     assert isinstance(action, str)
     problem = _keys(arguments, ("action", *_ACTION_KEYS[action]))
     if problem:

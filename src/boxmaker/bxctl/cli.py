@@ -13,6 +13,7 @@ import click
 from boxmaker.bxctl import roles
 from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
+from boxmaker.bxctl.jobs import jobs
 from boxmaker.bxctl.memory import memory, reindex
 from boxmaker.bxctl.sessions import sessions
 from boxmaker.bxctl.state import State, pass_state
@@ -190,6 +191,7 @@ cli.add_command(reindex)
 cli.add_command(memory)
 cli.add_command(chat)
 cli.add_command(sessions)
+cli.add_command(jobs)
 cli.add_command(approvals)
 cli.add_command(approve)
 cli.add_command(deny)

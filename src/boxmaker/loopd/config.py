@@ -39,6 +39,12 @@
     threshold = 0.85                 # compact after a turn that leaves the slot this full (of n_ctx)
     summary_chars = 4000             # the longest carried summary, in characters
     prompt = "compact.md"            # next to the config file; the packaged starter when absent
+    summarise = ["http_fetch"]       # tools whose outputs get a summary for recall (M5d 4.3)
+    summarise_prompt = "summarise.md"
+
+    [heartbeat]                      # M5d section 4.1
+    every_s = 0                      # seconds between heartbeat turns; 0 (the default) disables it
+    prompt = "heartbeat.md"          # read at each beat; unreadable: the beat is skipped and logged once
 
 Unknown keys are an error naming the key. Relative paths resolve against the config file's folder.
 """
@@ -51,6 +57,7 @@ from typing import Annotated
 
 import msgspec
 
+from boxmaker.loopd.summaries import SUMMARISABLE
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.home import Layout, resolve_home
 from boxmaker.proto.settings import convert_config, load_toml, model_url, packaged_starter
@@ -107,6 +114,13 @@ class _Compact(msgspec.Struct, forbid_unknown_fields=True):
     threshold: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.85
     summary_chars: Annotated[int, msgspec.Meta(ge=200, le=100_000)] = 4000
     prompt: str | None = None
+    summarise: list[str] = msgspec.field(default_factory=lambda: ["http_fetch"])
+    summarise_prompt: str | None = None
+
+
+class _Heartbeat(msgspec.Struct, forbid_unknown_fields=True):
+    every_s: Annotated[int, msgspec.Meta(ge=0, le=7 * 86_400)] = 0
+    prompt: str | None = None
 
 
 class _File(msgspec.Struct, forbid_unknown_fields=True):
@@ -120,6 +134,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     prompt: _Prompt = msgspec.field(default_factory=_Prompt)
     limits: _Limits = msgspec.field(default_factory=_Limits)
     compact: _Compact = msgspec.field(default_factory=_Compact)
+    heartbeat: _Heartbeat = msgspec.field(default_factory=_Heartbeat)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +159,10 @@ class Config:
     threshold: float
     summary_chars: int
     compact_prompt: Path
+    summarise: frozenset[str]
+    summarise_prompt: Path
+    heartbeat_every_s: int
+    heartbeat_prompt: Path
 
     @property
     def layout(self) -> Layout:
@@ -193,6 +212,15 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
 
     system = starter(raw.prompt.system, "system.md", "[prompt] system")
     compact_prompt = starter(raw.compact.prompt, "compact.md", "[compact] prompt")
+    summarise_prompt = starter(raw.compact.summarise_prompt, "summarise.md", "[compact] summarise_prompt")
+    heartbeat_prompt = starter(raw.heartbeat.prompt, "heartbeat.md", "[heartbeat] prompt")
+    unknown = sorted(set(raw.compact.summarise) - SUMMARISABLE)
+    if unknown:
+        raise ConfigError(
+            where,
+            f"[compact] summarise: {unknown[0]!r} is not a tool whose output can be summarised "
+            f"(known: {', '.join(sorted(SUMMARISABLE))})",
+        )
     return Config(
         home=home,
         model_url=_check_url(raw.model.url, where),
@@ -212,4 +240,8 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         threshold=raw.compact.threshold,
         summary_chars=raw.compact.summary_chars,
         compact_prompt=compact_prompt,
+        summarise=frozenset(raw.compact.summarise),
+        summarise_prompt=summarise_prompt,
+        heartbeat_every_s=raw.heartbeat.every_s,
+        heartbeat_prompt=heartbeat_prompt,
     )

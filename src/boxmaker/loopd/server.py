@@ -18,18 +18,31 @@ from types import FrameType
 
 from boxmaker.loopd.broker import BrokerdClient
 from boxmaker.loopd.config import Config
-from boxmaker.loopd.loop import Loop, LoopSettings, TurnFailed
+from boxmaker.loopd.jobs import JobsInvalid
+from boxmaker.loopd.loop import Loop, LoopSettings, TurnFailed, utc_now
 from boxmaker.loopd.memory import MemorydSource
 from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
+from boxmaker.loopd.scheduler import Scheduler
+from boxmaker.loopd.slots import PrioritySlots
+from boxmaker.loopd.summaries import Summaries
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld, ensure_dir
 from boxmaker.proto.home import ensure_home
-from boxmaker.proto.messages import Body, Chat, ChatReply, Error, Status, StatusReply
+from boxmaker.proto.messages import (
+    Body,
+    Chat,
+    ChatReply,
+    Error,
+    LoopAdmin,
+    LoopAdminReply,
+    Status,
+    StatusReply,
+)
 from boxmaker.proto.wire import FrameServer, check_socket_path
 
 log = logging.getLogger("boxmaker.loopd")
 
-OWNER_KINDS = frozenset({"chat", "status"})
+OWNER_KINDS = frozenset({"chat", "status", "loop_admin"})
 
 #: Seconds between asks of a model server that has not answered yet.
 RETRY_S = 5.0
@@ -88,20 +101,40 @@ class Server:
         )
         self.info: ServerInfo | None = None
         self.lock = FileLock(config.layout.loop_lock)
+        settings = self.settings(None)
+        self.slots = PrioritySlots(self.model, settings.background_slot, settings.main_slot)
+        memory = MemorydSource(config.memory_socket)
+        self.summaries = Summaries(
+            self.slots,
+            settings.background_slot,
+            tools=config.summarise,
+            prompt=lambda: config.summarise_prompt.read_text(encoding="utf-8"),
+            chars=config.summary_chars,
+            done=lambda session: memory.session_updated(session.id, session.turns),
+            now=utc_now,
+        )
         self.loop = Loop(
             config.layout.sessions,
-            self.model,
+            self.slots,
             BrokerdClient(config.broker_socket, config.broker_timeout),
-            MemorydSource(config.memory_socket),
+            memory,
             lambda: config.system_prompt.read_text(encoding="utf-8"),
-            settings=self.settings(None),
+            settings=settings,
             compact_prompt=lambda: config.compact_prompt.read_text(encoding="utf-8"),
+            summaries=self.summaries,
         )
+        self.scheduler: Scheduler | None = None
         self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
         self._info_lock = threading.Lock()
         self._unanswered = ""
         self.problem = ""  # what the model server contradicts in loopd.toml, while it does
         self._stop = threading.Event()
+
+    def apply(self, settings: LoopSettings) -> None:
+        """Use new settings everywhere: the loop, the background slot's gate, the summaries."""
+        self.loop.settings = settings
+        self.slots.background, self.slots.main = settings.background_slot, settings.main_slot
+        self.summaries.slot = settings.background_slot
 
     def settings(self, info: ServerInfo | None) -> LoopSettings:
         """The loop's settings: slots only for a server that has them (llama-server), and the context
@@ -145,8 +178,18 @@ class Server:
         try:
             self.config.system_prompt.read_text(encoding="utf-8")
             self.config.compact_prompt.read_text(encoding="utf-8")
+            self.scheduler = Scheduler(
+                self.loop,
+                self.config.layout.jobs,
+                self.config.heartbeat_every_s,
+                self.config.heartbeat_prompt,
+            )
             self.server_info()
             self.socket.start()
+            self.scheduler.start()
+        except JobsInvalid as exc:
+            self.stop()
+            raise StartFailed(f"{exc} (runbook: jobs-invalid)") from None
         except (BoxmakerError, OSError, UnicodeDecodeError) as exc:
             self.stop()
             if isinstance(exc, StartFailed):
@@ -176,7 +219,7 @@ class Server:
                 self.problem = str(exc)
                 raise
             self.problem = ""
-            self.loop.settings = self.settings(info)
+            self.apply(self.settings(info))
             log.info(
                 "model server %s: %s, n_ctx per slot %s, slots %s",
                 self.config.model_url,
@@ -191,6 +234,8 @@ class Server:
         """Answer one owner request."""
         if isinstance(body, Status):
             return self.status()
+        if isinstance(body, LoopAdmin):
+            return self.admin(body)
         if not isinstance(body, Chat):
             return Error(code="unknown-kind", message=f"loopd does not answer {kind}", runbook="")
         try:
@@ -210,6 +255,24 @@ class Server:
             epoch=result.epoch,
             compacted=result.compacted,
         )
+
+    def admin(self, request: LoopAdmin) -> LoopAdminReply:
+        """The owner's commands: ``jobs`` (each job, its next run and its last result)."""
+        if request.command != "jobs":
+            return LoopAdminReply(
+                text=f"loopd has no command {request.command!r}; it has: jobs",
+                data={"code": "refused:unknown-command"},
+            )
+        rows = self.scheduler.listing() if self.scheduler is not None else []
+        if not rows:
+            return LoopAdminReply(text=f"(no jobs in {self.config.layout.jobs})", data=[])
+        lines = []
+        for row in rows:
+            last = row["last"]
+            result = f"last {last['status']} {last['scheduled']} ({last['session']})" if last else "never run"
+            now = f"; running as {row['running']}" if row["running"] else ""
+            lines.append(f"{row['name']}  {row['schedule']}  next {row['next'] or 'never'}  {result}{now}")
+        return LoopAdminReply(text="\n".join(lines), data=rows)
 
     def status(self) -> StatusReply:
         """loopd's status: the model server it uses and what it said about itself."""
@@ -236,7 +299,9 @@ class Server:
         )
 
     def stop(self) -> None:
-        """Remove the socket, close the model client, release the lock (idempotent)."""
+        """Stop the scheduler, remove the socket, close the model client, release the lock (idempotent)."""
+        if self.scheduler is not None:
+            self.scheduler.stop()
         self.socket.stop()
         self.model.close()
         self.lock.release()

@@ -21,11 +21,11 @@ _TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}\Z")
 _ENTRY = {
     "type": "object",
     "properties": {
-        "old": {"type": "string", "description": "full text of a current entry"},
+        "old": {"type": "string"},
         "keep": {"type": "boolean"},
-        "text": {"type": "string", "description": "new text (alone: a new entry)"},
-        "move": {"type": "boolean", "description": "move to notes.md, still held true"},
-        "drop": {"type": "boolean", "description": "no longer true; goes to notes.md"},
+        "text": {"type": "string"},
+        "move": {"type": "boolean"},
+        "drop": {"type": "boolean"},
     },
 }
 
@@ -58,16 +58,21 @@ def core_tools() -> list[dict[str, Any]]:
             "memory",
             "Keep what should last. note: something seen or told. add/replace/remove/consolidate: "
             "edit memory.md (your own facts) or user.md (about the owner); entries are named by their "
-            "full text. Writes show in the next session.",
+            "full text. Writes show in the next session. tiers: list entries and notes by use.",
             {
-                "action": {"type": "string", "enum": ["add", "replace", "remove", "note", "consolidate"]},
+                "action": {
+                    "type": "string",
+                    "enum": ["add", "replace", "remove", "note", "consolidate", "tiers"],
+                },
+                "untrusted": {"type": "boolean"},
                 "file": {"type": "string", "enum": ["memory", "user"]},
                 "text": {"type": "string"},
-                "old": {"type": "string", "description": "full text of the entry to change"},
+                "old": {"type": "string", "description": "the entry's full text"},
                 "entries": {
                     "type": "array",
                     "items": _ENTRY,
-                    "description": "consolidate: each current entry once, with keep, text, move or drop",
+                    "description": "consolidate: every entry once as old, with keep, text (rewrite), "
+                    "move (to notes, still true) or drop (no longer true); text alone adds",
                 },
             },
             ["action"],

@@ -27,9 +27,10 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from boxmaker.memoryd import notes, recall, review, sentences, tiers
+from boxmaker.memoryd import review, sentences
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
+from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
 from boxmaker.memoryd.writer import OWNER, Answer
 from boxmaker.proto.errors import InvalidBody
@@ -269,13 +270,9 @@ def _tiers(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     untrusted = request.args.get("untrusted", False)
     if not isinstance(untrusted, bool):
         raise InvalidBody("memory_admin", 'tiers takes args {"untrusted": true or false}')
-    try:
-        files = [(s.name, memory.store.read_identity(s).entries) for s in IDENTITY_FILES.values()]
-        found = notes.parse(memory.store.read_notes())
-        tallied = tiers.tally(recall.read_log(memory.recaller.recalls))
-    except (FileUnreadable, OSError) as exc:
-        return MemoryAdminReply(f"{exc}; nothing to list", {"code": "refused:unavailable"})
-    result = tiers.listing(files, found, tallied, untrusted=untrusted)
+    result = memory.tiers_listing(untrusted)
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
     return MemoryAdminReply(result.text, result.data)
 
 

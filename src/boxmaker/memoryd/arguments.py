@@ -70,6 +70,19 @@ class Consolidate(_Action, frozen=True, tag="consolidate"):
 MemoryAction: TypeAlias = Add | Replace | Remove | Note | Consolidate
 
 
+class TiersArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "tiers", "untrusted": bool = false}``: the tiering listing (M5d 4.4; DESIGN 11)."""
+
+    action: str
+    untrusted: bool = False
+
+
+def parse_tiers(arguments: dict[str, Any]) -> TiersArgs | Refusal:
+    """The `memory` tool's `tiers` action, or ``refused:arguments``."""
+    result: TiersArgs | Refusal = _convert(arguments, TiersArgs)
+    return result
+
+
 class RecallArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``{"query": string, "k": integer}``; `k` 1 to 10, default 5."""
 

@@ -18,7 +18,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
-from boxmaker.memoryd import admin, arguments, block, sentences
+from boxmaker.memoryd import admin, arguments, block, notes, recall, sentences, tiers
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.entries import IDENTITY_FILES
 from boxmaker.memoryd.index import Index
@@ -167,6 +167,8 @@ class Memoryd:
         if request.tool != "memory":
             refusal = sentences.arguments(f"memoryd runs recall and memory, not {request.tool}")
             return ToolResponse(request.call_id, refusal.sentence, refusal.code, None)
+        if request.arguments.get("action") == "tiers":
+            return self._tiers(call)
         parsed = arguments.parse_memory(request.arguments)
         if isinstance(parsed, Refusal):
             answer = Answer.refused(parsed)
@@ -183,6 +185,34 @@ class Memoryd:
         except FileUnreadable as exc:
             log.error("memory-unavailable: %s", exc)
             return Answer(f"{exc}; nothing was written", "refused:unavailable")
+
+    def tiers_listing(self, untrusted: bool) -> tiers.Listing | Refusal:
+        """The tiering listing (M5d 4.4): identity entries and notes with their recall counts; the
+        text of untrusted notes only when `untrusted`.
+
+        Returns ``refused:unavailable`` when a memory file or the recall log cannot be read.
+        """
+        try:
+            files = [(s.name, self.store.read_identity(s).entries) for s in IDENTITY_FILES.values()]
+            found = notes.parse(self.store.read_notes())
+            tallied = tiers.tally(recall.read_log(self.recaller.recalls))
+        except (FileUnreadable, OSError) as exc:
+            return Refusal("refused:unavailable", f"{exc}; nothing to list")
+        return tiers.listing(files, found, tallied, untrusted=untrusted)
+
+    def _tiers(self, call: MemoryCall) -> ToolResponse:
+        """The `memory` tool's `tiers` action: the listing as a tool result, labelled with the strictest
+        label of what it shows (DESIGN 11), so reading untrusted notes taints the session."""
+        request = call.request
+        parsed = arguments.parse_tiers(request.arguments)
+        if isinstance(parsed, Refusal):
+            return ToolResponse(request.call_id, parsed.sentence, parsed.code, None)
+        result = self.tiers_listing(parsed.untrusted)
+        if isinstance(result, Refusal):
+            return ToolResponse(request.call_id, result.sentence, result.code, None)
+        shown = result.data["label"]
+        label = Label(DataClass(shown["class"]), bool(shown["untrusted"]))
+        return ToolResponse(request.call_id, result.text, "ok", label)
 
     def _recall(self, call: MemoryCall) -> ToolResponse:
         request = call.request

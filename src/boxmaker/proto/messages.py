@@ -164,6 +164,21 @@ class BrokerAdminReply(_Body, frozen=True):
     data: Any = None
 
 
+class LoopAdmin(_Body, frozen=True):
+    """`loop_admin` (bxctl -> loopd's owner socket): ``jobs``; the same shape as `memory_admin`."""
+
+    command: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z-]{0,31}\Z")]
+    arg: str = ""
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class LoopAdminReply(_Body, frozen=True):
+    """`loop_admin_reply`: `text` is what bxctl prints, `data` what `--json` prints."""
+
+    text: str
+    data: Any = None
+
+
 class Error(_Body, frozen=True):
     """`error`: a transport or validation failure (DESIGN 3)."""
 
@@ -190,6 +205,8 @@ Body: TypeAlias = (
     | StatusReply
     | BrokerAdmin
     | BrokerAdminReply
+    | LoopAdmin
+    | LoopAdminReply
     | Error
 )
 
@@ -211,6 +228,8 @@ KINDS: dict[str, type[Body]] = {
     "status_reply": StatusReply,
     "broker_admin": BrokerAdmin,
     "broker_admin_reply": BrokerAdminReply,
+    "loop_admin": LoopAdmin,
+    "loop_admin_reply": LoopAdminReply,
     "error": Error,
 }
 

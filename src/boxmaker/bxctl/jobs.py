@@ -1,0 +1,47 @@
+"""``bxctl jobs``: the owner's cron jobs, their next run and their last result (M5d section 4.2).
+
+Asked of loopd (``loop_admin jobs`` on its owner socket), which reads ``{home}/jobs/`` and the ledger
+``jobs/runs.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from boxmaker.bxctl import client, roles
+from boxmaker.bxctl.state import State, pass_state
+from boxmaker.proto.escape import escape
+from boxmaker.proto.messages import LoopAdmin, LoopAdminReply
+
+
+@click.command(name="jobs")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option(
+    "--loop-socket",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="loopd's owner socket (default: [sockets] owner in {home}/config/loopd.toml, "
+    "else {home}/run/owner-loop/chat.sock).",
+)
+@pass_state
+def jobs(state: State, as_json: bool, loop_socket: Path | None) -> None:
+    """List the cron jobs in {home}/jobs/: schedule, next run (UTC), last result.
+
+    A job is a file jobs/<name>.toml with `schedule` (five-field UTC crontab) and `prompt`; each run
+    is a new session job-<name>-t<unix time>, whose answer stays in its log (bxctl sessions show).
+
+    \b
+    Example:
+        bxctl jobs
+        tier  0 6 * * 1  next 2026-11-30T06:00:00Z  last finished 2026-11-23T06:00:00Z (job-tier-t1795413600)
+    """
+    path = loop_socket or roles.LOOPD.socket(state.layout)
+    reply = client.request("loopd", path, LoopAdmin(command="jobs"))
+    if not isinstance(reply, LoopAdminReply):
+        raise client.RoleRefused(f"loopd answered {type(reply).__name__} to loop_admin")
+    if as_json:
+        click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
+    else:
+        click.echo(escape(reply.text))
