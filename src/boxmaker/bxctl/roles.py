@@ -78,6 +78,11 @@ max_tokens = 2048
 [compact]
 threshold = 0.85        # a turn that leaves the slot this full (of n_ctx) starts a new epoch
 summary_chars = 4000    # the summary carried into it, at most
+summarise = ["http_fetch"]   # tools whose outputs get a summary that recall can find
+
+[heartbeat]
+every_s = 0             # seconds between heartbeat turns (the `heartbeat` session); 0: off
+# Cron jobs: one file per job in {home}/jobs/ (docs/configuration.md); bxctl jobs lists them.
 """
 
 
