@@ -122,6 +122,9 @@ def test_a_dropped_job_runs_on_time_and_the_tiering_job_promotes_only_trusted_no
     assert tier["next"] is not None
     assert "tier  * * * * *" in bxctl(home, "jobs").stdout
     assert "withheld" in bxctl(home, "memory", "tiers").stdout
+    shown = bxctl(home, "sessions", "show", session, "--transcript").stdout
+    assert "assistant: Promoted the backup disk note." in shown
+    assert 'assistant called memory {"action": "tiers"}' in shown
 
 
 def test_a_tiering_run_that_reads_untrusted_notes_cannot_promote(box: tuple[Path, FakeLlamaServer]) -> None:

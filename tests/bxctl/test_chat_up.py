@@ -306,3 +306,18 @@ def test_a_url_with_a_password_is_refused(home: Path) -> None:
     assert result.returncode == 2
     assert "cannot hold a user name or password" in result.stderr
     assert "user:pw" not in result.stderr  # a secret given by mistake is not echoed
+
+
+@pytest.mark.parametrize(("n_ctx", "slots"), [(4096, 2), (8192, 1), (None, None)])
+def test_the_loopd_config_up_writes_is_one_loopd_reads(
+    home: Path, n_ctx: int | None, slots: int | None
+) -> None:
+    from boxmaker.loopd import config as loopd_config
+
+    path = home.parent / "loopd.toml"
+    path.write_text(roles.loopd_config_text("http://127.0.0.1:8080", n_ctx, slots, "from --n-ctx"))
+    loaded = loopd_config.load(path, str(home))
+    assert loaded.expect_n_ctx == n_ctx
+    assert loaded.background_slot == (0 if slots == 1 else 1)
+    assert loaded.heartbeat_every_s == 0
+    assert loaded.summarise == frozenset({"http_fetch"})

@@ -82,7 +82,7 @@ summarise = ["http_fetch"]   # tools whose outputs get a summary that recall can
 
 [heartbeat]
 every_s = 0             # seconds between heartbeat turns (the `heartbeat` session); 0: off
-# Cron jobs: one file per job in {home}/jobs/ (docs/configuration.md); bxctl jobs lists them.
+# Cron jobs: one file per job in {{home}}/jobs/ (docs/configuration.md); bxctl jobs lists them.
 """
 
 

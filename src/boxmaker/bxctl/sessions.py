@@ -18,7 +18,16 @@ import click
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
-from boxmaker.proto.records import EpochEnd, RecordError, SessionStart, ToolResult, Usage, User, read_log
+from boxmaker.proto.records import (
+    Assistant,
+    EpochEnd,
+    RecordError,
+    SessionStart,
+    ToolResult,
+    Usage,
+    User,
+    read_log,
+)
 
 
 @dataclass
@@ -148,16 +157,54 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
         )
 
 
+def transcript_lines(folder: Path) -> list[str]:
+    """Every message-bearing record of every epoch, one escaped line each (the owner's, the
+    assistant's, tool calls and results, summaries)."""
+    lines: list[str] = []
+    for number in sorted(
+        int(stem)
+        for name in os.listdir(folder)
+        if (stem := name.removesuffix(".jsonl")) != name and stem.isdigit()
+    ):
+        try:
+            records, _ = read_log(folder / f"{number}.jsonl")
+        except (RecordError, OSError) as exc:
+            lines.append(f"-- epoch {number}: cannot be read ({escape_line(str(exc))})")
+            continue
+        lines.append(f"-- epoch {number}")
+        for record in records:
+            if isinstance(record, User):
+                lines.append(f"{record.time} owner: {escape_line(record.content)}")
+            elif isinstance(record, Assistant):
+                if record.content:
+                    lines.append(f"{record.time} assistant: {escape_line(record.content)}")
+                for call in record.tool_calls:
+                    called = f"{escape_line(call.name)} {escape_line(call.arguments)}"
+                    lines.append(f"{record.time} assistant called {called}")
+            elif isinstance(record, ToolResult):
+                flag = ", untrusted" if record.untrusted else ""
+                lines.append(
+                    f"{record.time} {escape_line(record.call)} result ({record.data_class.value}{flag}): "
+                    f"{escape_line(record.content[:2000])}"
+                )
+            elif isinstance(record, EpochEnd):
+                lines.append(f"{record.time} compacted; summary: {escape_line(record.summary)}")
+    return lines
+
+
 @sessions.command(name="show")
 @click.argument("session")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option("--transcript", is_flag=True, help="Print every message of every epoch, one line each.")
 @pass_state
-def show(state: State, session: str, as_json: bool) -> None:
-    """Show SESSION's epochs and the summary each one carried into the next.
+def show(state: State, session: str, as_json: bool, transcript: bool) -> None:
+    """Show SESSION's epochs and the summary each one carried into the next; with --transcript, what
+    was said (a scheduled run's answer, say).
 
     \b
     Example:
         bxctl sessions show chat-notes
+        bxctl sessions show heartbeat --transcript
     """
     if not is_session_id(session) or session == OWNER_SESSION:
         raise click.BadParameter(
@@ -166,6 +213,10 @@ def show(state: State, session: str, as_json: bool) -> None:
     folder = state.layout.sessions / session
     if not folder.is_dir():
         raise click.ClickException(f"no session {session} under {state.layout.sessions}")
+    if transcript:
+        for line in transcript_lines(folder):
+            click.echo(line)
+        return
     view = read_session(folder)
     if as_json:
         click.echo(json.dumps(view.data(), ensure_ascii=True, indent=2))
