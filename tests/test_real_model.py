@@ -194,3 +194,37 @@ def test_a_session_compacts_on_the_real_model_with_its_memory(model_url: str, ho
         assert seconds is not None
     finally:
         bxctl(home, "down")
+
+
+def test_a_heartbeat_on_the_background_slot_leaves_the_main_cache(model_url: str, home: Path) -> None:
+    config = home / "config"
+    config.mkdir(parents=True)
+    info = httpx.get(f"{model_url}/props", timeout=10).json()
+    n_ctx = info["default_generation_settings"]["n_ctx"]
+    (config / "loopd.toml").write_text(
+        f'[model]\nurl = "{model_url}"\n[expect]\nn_ctx = {n_ctx}\n[limits]\nmax_tokens = 60\n'
+        "[heartbeat]\nevery_s = 3\n",
+        encoding="utf-8",
+    )
+    assert bxctl(home, "up").returncode == 0
+    try:
+        first = bxctl(home, "chat", "--session", "chat-live", "-m", "Say hello in five words.")
+        assert first.returncode == 0, first.stderr
+        beat = home / "sessions" / "heartbeat" / "0.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if beat.exists() and any(isinstance(r, Usage) for r in read_log(beat)[0]):
+                break
+            time.sleep(0.5)
+        beats = read_log(beat)[0]
+        assert beats[0].slot == 1
+        second = bxctl(home, "chat", "--session", "chat-live", "-m", "And again, in other words.")
+        assert second.returncode == 0, second.stderr
+        usages = [r for r in read_log(home / "sessions" / "chat-live" / "0.jsonl")[0] if isinstance(r, Usage)]
+        before = usages[0].cache_n + usages[0].prompt_n + usages[0].predicted_n
+        print(
+            f"\nmain slot: held {before} tokens before the heartbeat; the next turn reused cache_n={usages[1].cache_n}"
+        )
+        assert usages[1].cache_n >= before - 1
+    finally:
+        bxctl(home, "down")
