@@ -223,7 +223,9 @@ def test_a_heartbeat_on_the_background_slot_leaves_the_main_cache(model_url: str
         usages = [r for r in read_log(home / "sessions" / "chat-live" / "0.jsonl")[0] if isinstance(r, Usage)]
         before = usages[0].cache_n + usages[0].prompt_n + usages[0].predicted_n
         reused = usages[1].cache_n
-        print(f"\nmain slot: held {before} tokens before the heartbeat; the next turn reused cache_n={reused}")
+        print(
+            f"\nmain slot: held {before} tokens before the heartbeat; the next turn reused cache_n={reused}"
+        )
         assert usages[1].cache_n >= before - 1
     finally:
         bxctl(home, "down")
