@@ -390,7 +390,8 @@ class SizedModel:
         size = sum(len(str(m.get("content") or "")) for m in messages)
         if size > self.limit:
             raise ContextFull(size, self.limit)
-        return Completion(f"summary {len(self.calls)} <|im_end|>", None, [], "stop", 1, 0, 1, True)
+        text = f"summary {len(self.calls)}: what was said, with names and numbers kept <|im_end|>"
+        return Completion(text, None, [], "stop", 1, 0, 1, True)
 
 
 def _long_session(home: Path) -> Session:
@@ -488,3 +489,45 @@ def test_a_failed_write_after_epoch_end_is_finished_later_without_a_second_epoch
     ends = [r for r in rig.records("chat-one", 0) if isinstance(r, EpochEnd)]
     assert len(ends) == 1
     assert ends[0].summary == SUMMARY
+
+
+def test_a_deleted_baseline_of_a_later_epoch_is_damage_and_its_log_is_kept(home: Path) -> None:
+    rig, depth = _depth_after_one_turn(home)
+    compacting(rig, n_ctx=depth)
+    rig.server.script(FakeReply(content=SUMMARY))
+    rig.loop.turn("chat-one", "into epoch 1")
+    compacting(rig, n_ctx=None)
+    rig.loop.turn("chat-one", "more in epoch 1")
+    log = rig.sessions / "chat-one" / "1.jsonl"
+    before = log.read_bytes()
+    (rig.sessions / "chat-one" / "1.baseline.json").unlink()
+    fresh = Rig(home, server=rig.server)
+    with pytest.raises(TurnFailed) as failed:
+        fresh.loop.turn("chat-one", "hello after damage")
+    assert failed.value.code == "session-damaged"
+    assert "1.baseline.json is missing" in failed.value.message
+    assert log.read_bytes() == before
+
+
+def test_a_failed_compaction_is_told_to_the_owner_and_not_retried_at_once(home: Path) -> None:
+    rig, depth = _depth_after_one_turn(home)
+    compacting(rig, n_ctx=depth)
+    rig.memory.refuse = "memoryd is down"
+    first = rig.loop.turn("chat-one", "second")
+    assert "could not be compacted" in first.warning
+    assert "session-compact-failed" in first.warning
+    assert summary_requests(rig) == []  # no summary is spent without a memory block
+    second = rig.loop.turn("chat-one", "third")
+    assert second.warning == ""  # said once; not tried again for a while
+    assert second.epoch == 0
+
+
+def test_a_message_that_never_fits_compacts_once_not_again(home: Path) -> None:
+    rig = Rig(home, server=FakeLlamaServer(n_ctx=100_000, slots=2))
+    rig.loop.turn("chat-one", "first " * 100)
+    rig.server.n_ctx = 1500
+    for _ in range(3):
+        with pytest.raises(TurnFailed):
+            rig.loop.turn("chat-one", "word " * 3000)
+    assert len(summary_requests(rig)) <= 4  # one compaction (in pieces at most), not one per attempt
+    assert not (rig.sessions / "chat-one" / "2.jsonl").exists()

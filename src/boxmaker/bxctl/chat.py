@@ -64,6 +64,8 @@ def _notices(reply: ChatReply, announced: bool) -> None:
             f"part; bxctl sessions show {reply.session} shows it]",
             err=True,
         )
+    if reply.warning:
+        click.echo(f"[warning: {escape_line(reply.warning)}]", err=True)
     if reply.cut:
         click.echo(
             "[the reply was cut short: it reached [limits] max_tokens in loopd.toml, or the end of the "

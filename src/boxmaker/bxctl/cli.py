@@ -19,6 +19,7 @@ from boxmaker.bxctl.sessions import sessions
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto import settings
 from boxmaker.proto.errors import HomeError
+from boxmaker.proto.fsio import ensure_dir
 from boxmaker.proto.home import Layout, ensure_home, resolve_home
 
 
@@ -63,7 +64,8 @@ def up(ctx: click.Context, model_url: str, n_ctx: int | None) -> None:
     """Start memoryd, brokerd and loopd for the home in the background; a no-op for those running.
 
     Writes each role's config under {home}/config only where none exists. loopd's records the model
-    server's URL and per-slot context, read from the server's /props or /slots.
+    server's URL and per-slot context, read from the server's /props or /slots. Makes {home}/grants
+    and {home}/jobs for the owner's grant and job files.
 
     \b
     Example:
@@ -76,7 +78,9 @@ def up(ctx: click.Context, model_url: str, n_ctx: int | None) -> None:
         raise click.BadParameter(str(exc), param_hint="--model-url (or $BOXMAKER_MODEL_URL)") from None
     try:
         ensure_home(state.layout.home)
-    except HomeError as exc:
+        for folder in (state.layout.grants, state.layout.jobs):  # the owner's: made for them, 0700
+            ensure_dir(folder)
+    except (HomeError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     _loopd_config(
         state,

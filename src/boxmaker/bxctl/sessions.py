@@ -7,6 +7,7 @@ down. Text from the logs is printed escaped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -103,6 +104,7 @@ def read_session(folder: Path) -> SessionView:
             view.epochs.append(epoch)
             continue
         epoch.records = len(records)
+        epoch.problem = _check(folder, number, records, view.epochs)
         for record in records:
             if isinstance(record, SessionStart):
                 epoch.started = record.time
@@ -116,6 +118,23 @@ def read_session(folder: Path) -> SessionView:
                 epoch.summary, epoch.ended = record.summary, record.time
         view.epochs.append(epoch)
     return view
+
+
+def _check(folder: Path, number: int, records: list[Any], earlier: list[Epoch]) -> str | None:
+    """What is wrong with epoch `number` as loopd would see it, or None (the same checks loopd makes
+    when it opens a session; read only)."""
+    first = records[0] if records else None
+    if not isinstance(first, SessionStart) or first.epoch != number:
+        return f"{number}.jsonl does not start with session_start of epoch {number}"
+    try:
+        data = (folder / f"{number}.baseline.json").read_bytes()
+    except OSError as exc:
+        return f"{number}.baseline.json cannot be read ({exc.strerror or exc})"
+    if first.baseline != "sha256:" + hashlib.sha256(data).hexdigest():
+        return f"{number}.baseline.json changed since the epoch started"
+    if number > 0 and (not earlier or earlier[-1].summary is None):
+        return f"epoch {number} has no carry: {number - 1}.jsonl does not end with epoch_end"
+    return None
 
 
 def session_folders(sessions: Path) -> list[Path]:
@@ -150,11 +169,13 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     for view in views:
         last = view.epochs[-1] if view.epochs else None
         flag = "  untrusted" if view.untrusted else ""
+        if any(e.problem for e in view.epochs):
+            flag += "  DAMAGED (bxctl sessions show)"
+        elif last is not None and last.summary is not None:
+            flag += "  compaction pending"
         when = f"  started {view.epochs[0].started}" if view.epochs and view.epochs[0].started else ""
         epoch = last.number if last else 0
-        click.echo(
-            f"{view.id}  {view.turns:,} turn{'s' if view.turns != 1 else ''}  epoch {epoch}{when}{flag}"
-        )
+        click.echo(f"{view.id}  {_count(view.turns, 'turn')}  epoch {epoch}{when}{flag}")
 
 
 def transcript_lines(folder: Path) -> list[str]:
@@ -221,14 +242,29 @@ def show(state: State, session: str, as_json: bool, transcript: bool) -> None:
     if as_json:
         click.echo(json.dumps(view.data(), ensure_ascii=True, indent=2))
         return
-    click.echo(f"session {view.id}: {view.turns:,} turns, {len(view.epochs)} epochs")
+    click.echo(f"session {view.id}: {_count(view.turns, 'turn')}, {_count(len(view.epochs), 'epoch')}")
     for epoch in view.epochs:
         if epoch.problem:
-            click.echo(f"\nepoch {epoch.number}: cannot be read ({escape_line(epoch.problem)})")
-            continue
+            click.echo(
+                f"\nepoch {epoch.number}: DAMAGED: {escape_line(epoch.problem)} (runbook: session-damaged)"
+            )
+            if epoch.records == 0:
+                continue
         depth = f", {epoch.depth:,} tokens deep" if epoch.depth is not None else ""
         flag = ", read untrusted content" if epoch.untrusted else ""
-        click.echo(f"\nepoch {epoch.number}: started {epoch.started}, {epoch.turns:,} turns{depth}{flag}")
+        started = epoch.started or "?"
+        click.echo(f"\nepoch {epoch.number}: started {started}, {_count(epoch.turns, 'turn')}{depth}{flag}")
         if epoch.summary is not None:
-            click.echo(f"summary carried into epoch {epoch.number + 1} ({len(epoch.summary):,} characters):")
+            pending = (
+                "" if epoch is not view.epochs[-1] else " (pending: loopd finishes it before the next turn)"
+            )
+            click.echo(
+                f"summary carried into epoch {epoch.number + 1}{pending} ({len(epoch.summary):,} characters):"
+            )
             click.echo(escape(epoch.summary))
+    if any(e.problem for e in view.epochs):
+        raise SystemExit(1)
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number:,} {word}{'' if number == 1 else 's'}"

@@ -29,6 +29,8 @@ How = Literal["model", "pieces", "fallback"]
 MAX_CALLS = 64
 #: A transcript line is never cut below this many characters; a line that still does not fit gives up.
 MIN_LINE = 200
+#: A summary shorter than this (``[Sentence]``, say) is no summary: the fallback is used instead.
+MIN_SUMMARY = 40
 
 _THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
 _TAG = re.compile(
@@ -163,14 +165,14 @@ class Summariser:
             raise _Unusable(f"more than {MAX_CALLS} model calls")
         self._calls += 1
         try:
-            completion = self.model.complete(messages, None, self.slot, max(self.chars // 2, 256))
+            completion = self.model.complete(messages, None, self.slot, max(self.chars // 3, 128))
         except ContextFull:
             raise
         except ModelError as exc:
             raise _Unusable(str(exc)) from None
         text = neutralise(completion.content or "").strip()
-        if not text:
-            raise _Unusable("the model answered with no text")
+        if len(text) < MIN_SUMMARY:
+            raise _Unusable(f"the model answered {len(text)} characters, too few to carry a session")
         return cut(text, self.chars)
 
     def _pieces(self, lines: list[str], prompt: str) -> str:

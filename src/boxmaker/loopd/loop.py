@@ -28,7 +28,7 @@ from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.compact import Summariser, describe
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
 from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
-from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id, message_of
+from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id
 from boxmaker.loopd.slots import Priority, priority
 from boxmaker.loopd.summaries import Summaries
 from boxmaker.loopd.tools import core_tools, route
@@ -46,6 +46,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: How many sessions a loop keeps open in memory; others are read from disk when they are used.
 OPEN_SESSIONS = 64
+#: Seconds before a compaction that failed is tried again when it is merely due (not needed to fit).
+COMPACT_RETRY_S = 300.0
 
 
 def utc_now() -> dt.datetime:
@@ -131,6 +133,7 @@ class TurnResult:
     cut: bool = False
     epoch: int = 0
     compacted: bool = False
+    warning: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,7 +319,7 @@ class Loop:
         depth, n_ctx = session.depth(), self.settings.n_ctx
         return depth is not None and n_ctx is not None and depth >= self.settings.threshold * n_ctx
 
-    def _compact_if_due(self, session: Session) -> None:
+    def _compact_if_due(self, session: Session, why: str = "a compaction was due before this turn") -> None:
         """Compact before a turn when due; a failure leaves the old epoch and is logged (the turn then
         runs there, and a context-full error tries once more).
 
@@ -325,10 +328,14 @@ class Loop:
         """
         if not self._due(session):
             return
+        if session.pending is None and time.monotonic() - session.compact_failed_at < COMPACT_RETRY_S:
+            return  # it failed a moment ago: do not spend another summary on it yet
         try:
-            self.compact(session, "a compaction was due before this turn")
+            self.compact(session, why)
         except CompactFailed as exc:
             log.error("%s (runbook: session-compact-failed)", exc)
+            session.compact_failed_at = time.monotonic()
+            session.warning = f"{exc}; it goes on in its epoch for now (runbook: session-compact-failed)"
             if session.pending is not None:  # its epoch has ended: nothing can be added to it
                 raise TurnFailed("session-compact-failed", str(exc), "session-compact-failed") from None
 
@@ -345,6 +352,12 @@ class Loop:
         started = time.monotonic()
         if self.summaries is not None and not self.summaries.wait(session.id):
             raise CompactFailed(session.id, "its tool-output summaries did not finish within 10 minutes")
+        try:  # the memory block first: without it there is no new epoch, so no summary is spent
+            baseline = self.baseline()
+        except MemoryUnavailable as exc:
+            raise CompactFailed(session.id, f"no memory block for the new epoch ({exc.why})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CompactFailed(session.id, f"cannot read system.md ({exc})") from None
         summary = session.pending
         how = "carried from an interrupted compaction"
         if summary is None:
@@ -358,14 +371,8 @@ class Loop:
                 raise CompactFailed(session.id, f"cannot read compact.md ({exc})") from None
             summary, how = made.text, describe(made)
         try:
-            baseline = self.baseline()
-        except MemoryUnavailable as exc:
-            raise CompactFailed(session.id, f"no memory block for the new epoch ({exc.why})") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CompactFailed(session.id, f"cannot read system.md ({exc})") from None
-        try:
             session.start_epoch(summary, baseline, self.now)
-        except OSError as exc:
+        except (OSError, SessionError) as exc:
             raise CompactFailed(session.id, f"cannot write the new epoch ({exc})") from None
         session.compacted = True
         log.info(
@@ -386,11 +393,12 @@ class Loop:
             if session is None or not session.unchanged():
                 return
             with contextlib.suppress(TurnFailed):  # logged; the next turn says it to the owner
-                self._compact_if_due(session)
+                self._compact_if_due(session, "the last turn filled the slot")
 
     def _worth_compacting(self, session: Session) -> bool:
-        """True when the epoch holds anything to summarise (a new session's first message does not)."""
-        return session.carry is not None or any(message_of(r) is not None for r in session.records)
+        """True when the epoch holds a turn to summarise: a new session's first message, or a message that
+        did not fit the epoch a compaction just began, is not helped by another compaction."""
+        return any(isinstance(r, User) for r in session.records)
 
     def _run(self, session: Session, text: str) -> TurnResult:
         cap = self.settings.tool_calls_per_turn
@@ -469,6 +477,7 @@ class Loop:
         result.untrusted = session.untrusted
         result.epoch = session.epoch
         result.compacted, session.compacted = session.compacted, False
+        result.warning, session.warning = session.warning, ""
         self.memory.session_updated(session.id, session.turns)
         if self.summaries is not None:
             self.summaries.start(session, self.summaries.wanted(session))

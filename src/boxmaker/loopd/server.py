@@ -254,6 +254,7 @@ class Server:
             cut=result.cut,
             epoch=result.epoch,
             compacted=result.compacted,
+            warning=result.warning,
         )
 
     def admin(self, request: LoopAdmin) -> LoopAdminReply:

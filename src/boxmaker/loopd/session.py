@@ -196,6 +196,8 @@ class Session:
         self.pending = last.summary if isinstance(last, EpochEnd) and last.next == epoch + 1 else None
         self.turns = 0
         self.compacted = False  # a new epoch began since the last reply (the owner is told once)
+        self.warning = ""  # what the owner should hear with the next reply (a compaction that failed)
+        self.compact_failed_at = float("-inf")  # time.monotonic() of the last failed compaction
         self.label = Label(DataClass.PUBLIC, False)
         for record in (*earlier, *records):
             self._count(record)
@@ -265,9 +267,14 @@ class Session:
         if not logs:
             raise SessionError(session_id, "no such session")
         epoch = logs[-1]
-        fsio.set_aside_torn_tail(folder / f"{epoch}.jsonl")
+        try:
+            fsio.set_aside_torn_tail(folder / f"{epoch}.jsonl")
+        except OSError as exc:
+            raise SessionError(session_id, f"cannot read {epoch}.jsonl ({exc.strerror or exc})") from None
         records = _read(session_id, folder / f"{epoch}.jsonl")
-        if epoch > 0 and (not records or not (folder / f"{epoch}.baseline.json").exists()):
+        if epoch > 0 and not records:
+            # only a crash during step 3 leaves a log without a complete record (the baseline is
+            # written before it); a log with records but no baseline is damage, refused below
             half_made = _read(session_id, folder / f"{epoch - 1}.jsonl")
             last = half_made[-1] if half_made else None
             if isinstance(last, EpochEnd) and last.next == epoch:
@@ -320,6 +327,7 @@ class Session:
 
         Raises:
             OSError: a write failed; the files are then in one of the states `open` handles.
+            SessionError: the next epoch's log already holds records (never overwritten).
         """
         following = self.epoch + 1
         if self.pending is None:
@@ -330,7 +338,10 @@ class Session:
         data = baseline.to_bytes()
         fsio.atomic_write(self.folder / f"{following}.baseline.json", data)
         log_path = self.folder / f"{following}.jsonl"
-        log_path.unlink(missing_ok=True)  # a crash may have left it without a complete record
+        if log_path.exists():  # a crash may have left it without a complete record: only then remove it
+            if _read(self.id, log_path):
+                raise SessionError(self.id, f"{following}.jsonl already holds records; it is not replaced")
+            log_path.unlink()
         start = SessionStart(time=format_time(now()), epoch=following, slot=self.slot, baseline=digest(data))
         fsio.append_line(log_path, encode_record(start))
         self.epoch = following

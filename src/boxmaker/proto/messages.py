@@ -133,6 +133,7 @@ class ChatReply(_Body, frozen=True):
     cut: bool = False  # added: the reply stopped at its length limit (finish_reason "length")
     epoch: Count = 0  # added: the session's epoch after the turn (M5d)
     compacted: bool = False  # added: the session moved to a new epoch since the previous reply
+    warning: str = ""  # added: something the owner should know, e.g. a compaction that failed
 
 
 class Status(_Body, frozen=True):
