@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from boxmaker.proto.records import ToolResult, read_log
+from boxmaker.proto.records import ToolResult, ToolSummary, read_log
 from fakes.llama_server import FakeLlamaServer, FakeReply, default_reply, tool_using_reply
 
 PAGE = (
@@ -294,3 +295,25 @@ def test_the_readme_flow_with_a_tool_using_model(box: Box) -> None:
         assert "I water the orchids on Sundays." not in box.baseline("chat-readme-1")
     finally:
         box.model.default = default_reply
+
+
+def test_a_fetched_pages_summary_is_found_by_recall_and_tagged_tainted(box: Box) -> None:
+    """M5d 4.3: the page itself is never indexed, its tool_summary is, labelled like the page."""
+    box.chat(
+        "chat-summary",
+        "Fetch the release notes.",
+        FakeReply(tool_calls=[("call_tool", {"name": "http_fetch", "arguments": {"url": box.page_url}})]),
+        FakeReply(content="Fetched."),
+    )
+    deadline = time.monotonic() + 20
+    summaries: list[Any] = []
+    while time.monotonic() < deadline and not summaries:
+        summaries = [r for r in box.records("chat-summary") if isinstance(r, ToolSummary)]
+        time.sleep(0.1)
+    assert summaries, "no tool_summary was written"
+    assert summaries[0].untrusted
+    assert "Release notes" in summaries[0].content  # the fake's summary quotes what it was given
+    found = box.bxctl("memory", "search", "Release notes moved March").output
+    header = next(line for line in found.splitlines() if "a summary of" in line)
+    assert header.split("] ", 1)[1].startswith("memory-tainted · session chat-")
+    assert "a summary of http_fetch output" in header
