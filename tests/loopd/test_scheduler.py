@@ -244,3 +244,55 @@ def test_slot_a_heartbeat_between_two_main_turns_leaves_the_main_cache(home: Pat
     first, second = usages
     assert second.cache_n == first.cache_n + first.prompt_n + first.predicted_n - 1
     assert rig.chat_requests()[-1]["id_slot"] == 0
+
+
+def test_a_skipped_minute_is_not_run_later_in_that_minute(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = FakeLlamaServer(delay=1.0)
+    rig = rig_with(home, server=server)
+    job(home, "slow", "* * * * *")
+    sched = scheduler(rig, home)
+    sched.tick(START)
+    time.sleep(0.1)
+    with caplog.at_level(logging.INFO, logger="boxmaker.loopd"):
+        for second in range(0, 50, 5):  # the next minute: busy at first, free later in it
+            sched.tick(START + dt.timedelta(minutes=1, seconds=second))
+            time.sleep(0.15)
+    wait_idle(sched)
+    sched.tick(START + dt.timedelta(minutes=1, seconds=50))
+    wait_idle(sched)
+    assert len([p for p in rig.sessions.iterdir() if p.name.startswith("job-slow-")]) == 1
+    skips = [r for r in caplog.records if "skipping" in r.getMessage()]
+    assert len(skips) == 1
+
+
+def test_a_run_left_open_by_a_process_still_not_reaped_is_closed_at_start(home: Path) -> None:
+    folder = home / "jobs"
+    folder.mkdir(parents=True)
+    parent = os.getppid()  # alive, and not this process: stands for a zombie loopd
+    line = {
+        "time": "2026-11-29T11:00:00Z",
+        "scheduled": "2026-11-29T11:00:00Z",
+        "name": "tidy",
+        "session": "job-tidy-t1795950000",
+        "status": "started",
+        "pid": parent,
+    }
+    (folder / "runs.jsonl").write_text(json.dumps(line) + "\n")
+    rig = rig_with(home)
+    sched = scheduler(rig, home)
+    assert sched.ledger.busy("tidy") is None
+
+
+def test_a_job_file_broken_while_running_is_a_problem_bxctl_shows(home: Path) -> None:
+    rig = rig_with(home)
+    job(home, "good", "* * * * *")
+    sched = scheduler(rig, home)
+    (home / "jobs" / "Bad.toml").write_text('schedule = "* * * * *"\nprompt = "x"\n')
+    sched.tick(START)
+    wait_idle(sched)
+    assert "Bad.toml" in sched.problem
+    (home / "jobs" / "Bad.toml").unlink()
+    sched.tick(START + dt.timedelta(seconds=30))
+    assert sched.problem == ""

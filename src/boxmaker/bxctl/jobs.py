@@ -45,3 +45,5 @@ def jobs(state: State, as_json: bool, loop_socket: Path | None) -> None:
         click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
     else:
         click.echo(escape(reply.text))
+    if isinstance(reply.data, dict) and str(reply.data.get("code", "")).startswith("refused:"):
+        raise SystemExit(1)  # a job file is broken: loopd will not start with it

@@ -226,6 +226,21 @@ class Ledger:
         """Record that job `name`'s run `session` for `minute` failed; `why` (if any) is kept."""
         self._append(name, session, minute, "failed", self._pid_of(name, session), why=why)
 
+    def close_others(self, pid: int) -> list[str]:
+        """Close every open run that is not this process's (`pid`) as failed; return their sessions.
+
+        For loopd, which holds the home's lock: any run another process started has ended with it,
+        even when that process is not yet reaped (a zombie still answers `kill(pid, 0)`).
+        """
+        self._refresh()
+        closed = []
+        for name, runs in list(self._open.items()):
+            for session, line in list(runs.items()):
+                if line["pid"] != pid:
+                    self.failed(name, session, parse_time(line["scheduled"]), LEFTOVER)
+                    closed.append(session)
+        return closed
+
     def close_leftovers(self, pid: int) -> list[str]:
         """At start, close every run left ``started`` by a process that ended; return their sessions.
 

@@ -76,7 +76,8 @@ class Scheduler:
         self.jobs: list[Job] = load_jobs(jobs_folder)
         self._seen = self._folder_state()
         self.ledger = Ledger(jobs_folder / "runs.jsonl")
-        closed = self.ledger.close_leftovers(os.getpid())
+        # loopd holds the home's lock: every run still open in the ledger belonged to a process that ended
+        closed = self.ledger.close_leftovers(os.getpid()) + self.ledger.close_others(os.getpid())
         for session in closed:
             log.warning("job run %s was cut short by a dead process: recorded as failed", session)
         self.started = now()
@@ -85,6 +86,8 @@ class Scheduler:
         self._running: dict[str, str] = {}  # job name -> session running now
         self._guard = threading.Lock()
         self._prompt_problem = ""
+        self.problem = ""  # a job file that broke while loopd runs (shown by bxctl jobs)
+        self._skipped: set[tuple[str, dt.datetime]] = set()  # minutes skipped because a run was busy
         self._last_tick: dt.datetime | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -137,17 +140,23 @@ class Scheduler:
         self._seen = state
         try:
             self.jobs = load_jobs(self.folder)
+            self.problem = ""
             log.info("jobs: %s", ", ".join(j.name for j in self.jobs) or "(none)")
         except JobsInvalid as exc:
-            log.error("%s; keeping the jobs as they were (runbook: jobs-invalid)", exc)
+            self.problem = (
+                f"{exc}; the jobs run as they were until it is fixed, and loopd will not start with it"
+            )
+            log.error("%s (runbook: jobs-invalid)", self.problem)
 
     def _fire(self, job: Job, minute: dt.datetime, now: dt.datetime) -> None:
-        if self.ledger.fired(job.name, minute):
+        if self.ledger.fired(job.name, minute) or (job.name, minute) in self._skipped:
             return
         session = session_for(job.name, minute)
         with self._guard:
-            busy = self._running.get(job.name) or self.ledger.busy(job.name)
-            if busy:
+            busy = self._running.get(job.name)
+            if busy:  # this tick is skipped, not queued: the minute is not tried again
+                self._skipped.add((job.name, minute))
+                self._skipped = {s for s in self._skipped if now - s[1] < dt.timedelta(hours=1)}
                 log.info("job %s: skipping %s, the run %s is still busy", job.name, format_time(minute), busy)
                 return
             self._running[job.name] = session

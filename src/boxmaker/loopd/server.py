@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 from types import FrameType
+from typing import Any
 
 from boxmaker.loopd.broker import BrokerdClient
 from boxmaker.loopd.config import Config
@@ -51,8 +52,8 @@ RETRY_S = 5.0
 class StartFailed(BoxmakerError):
     """Raised when loopd cannot start; the sentence says why (runbook loopd-start-failed)."""
 
-    def __init__(self, why: str) -> None:
-        super().__init__(f"loopd cannot start: {why} (runbook: loopd-start-failed)")
+    def __init__(self, why: str, runbook: str = "loopd-start-failed") -> None:
+        super().__init__(f"loopd cannot start: {why} (runbook: {runbook})")
 
 
 class ServerMismatch(BoxmakerError):
@@ -189,7 +190,7 @@ class Server:
             self.scheduler.start()
         except JobsInvalid as exc:
             self.stop()
-            raise StartFailed(f"{exc} (runbook: jobs-invalid)") from None
+            raise StartFailed(str(exc), runbook="jobs-invalid") from None
         except (BoxmakerError, OSError, UnicodeDecodeError) as exc:
             self.stop()
             if isinstance(exc, StartFailed):
@@ -265,15 +266,19 @@ class Server:
                 data={"code": "refused:unknown-command"},
             )
         rows = self.scheduler.listing() if self.scheduler is not None else []
+        problem = self.scheduler.problem if self.scheduler is not None else ""
+        lines = [f"PROBLEM: {problem} (runbook: jobs-invalid)"] if problem else []
         if not rows:
-            return LoopAdminReply(text=f"(no jobs in {self.config.layout.jobs})", data=[])
-        lines = []
+            lines.append(f"(no jobs in {self.config.layout.jobs})")
         for row in rows:
             last = row["last"]
             result = f"last {last['status']} {last['scheduled']} ({last['session']})" if last else "never run"
             now = f"; running as {row['running']}" if row["running"] else ""
             lines.append(f"{row['name']}  {row['schedule']}  next {row['next'] or 'never'}  {result}{now}")
-        return LoopAdminReply(text="\n".join(lines), data=rows)
+        data: Any = rows
+        if problem:  # a broken job file: said first, and bxctl exits 1
+            data = {"code": "refused:jobs-invalid", "problem": problem, "jobs": rows}
+        return LoopAdminReply(text="\n".join(lines), data=data)
 
     def status(self) -> StatusReply:
         """loopd's status: the model server it uses and what it said about itself."""
