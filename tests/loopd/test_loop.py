@@ -450,3 +450,20 @@ def test_a_missing_baseline_is_named(rig: Rig) -> None:
         rig.loop.turn("chat-one", "go on")
     assert failed.value.code == "session-damaged"
     assert "0.baseline.json is missing" in failed.value.message
+
+
+def test_a_log_that_cannot_be_written_is_a_turn_failure_not_a_crash(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from boxmaker.loopd import session as session_module
+
+    rig.loop.turn("chat-one", "hello")
+
+    def full(path: Path, line: bytes, sync: bool = True) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(session_module.fsio, "append_line", full)
+    with pytest.raises(TurnFailed) as failed:
+        rig.loop.turn("chat-one", "again")
+    assert failed.value.code == "session-damaged"
+    assert "No space left on device" in failed.value.message

@@ -299,6 +299,14 @@ class Loop:
                 if fresh and len(session.records) == 1:
                     self._discard(session)  # nothing but session_start: no session to keep
                 raise
+            except (OSError, SessionError) as exc:  # the log could not be written: say so, keep serving
+                with self._guard:
+                    self._open.pop(session_id, None)  # read it again from disk next time
+                raise TurnFailed(
+                    "session-damaged",
+                    f"session {session_id}: cannot write its log ({exc})",
+                    "session-damaged",
+                ) from None
 
     def _discard(self, session: Session) -> None:
         """Remove a session this turn created and never used (only its own two files)."""
