@@ -155,7 +155,7 @@ def test_a_session_compacts_on_the_real_model_with_its_memory(model_url: str, ho
     n_ctx = info["default_generation_settings"]["n_ctx"]
     (config / "loopd.toml").write_text(
         f'[model]\nurl = "{model_url}"\n[expect]\nn_ctx = {n_ctx}\n'
-        "[limits]\nmax_tokens = 200\n[compact]\nthreshold = 0.3\n",
+        "[limits]\nmax_tokens = 200\n[compact]\nthreshold = 0.15\n",
         encoding="utf-8",
     )
     up = bxctl(home, "up")
