@@ -129,7 +129,7 @@ REFUSALS = [
     ("* * 1-x * *", "day-of-month: value 'x' in '1-x' is not a number (names such as MON are not supported)"),
     (
         "* * -5 * *",
-        "day-of-month: value nothing in '-5' is not a number (names such as MON are not supported)",
+        "day-of-month: '-5' is not a value or a range (values are 1-31; no negatives)",
     ),
     ("*/x * * * *", "minute: step 'x' in '*/x' is not a number (names such as MON are not supported)"),
     ("*/ * * * *", "minute: step nothing in '*/' is not a number (names such as MON are not supported)"),

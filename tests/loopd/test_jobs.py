@@ -380,3 +380,19 @@ def test_a_clock_that_went_back_fires_only_the_current_minute() -> None:
 def test_due_minutes_refuses_naive_times() -> None:
     with pytest.raises(ValueError, match="naive"):
         due_minutes(EVERY_MINUTE, None, dt.datetime(2026, 1, 1))
+
+
+def test_a_schedule_that_never_runs_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "never.toml").write_text('schedule = "0 0 31 2 *"\nprompt = "x"\n')
+    with pytest.raises(JobsInvalid, match="never runs"):
+        load_jobs(tmp_path)
+    (tmp_path / "never.toml").write_text('schedule = "0 0 29 2 *"\nprompt = "leap days"\n')
+    assert [j.name for j in load_jobs(tmp_path)] == ["never"]
+
+
+def test_a_negative_value_is_named_plainly(tmp_path: Path) -> None:
+    (tmp_path / "neg.toml").write_text('schedule = "-1 * * * *"\nprompt = "x"\n')
+    with pytest.raises(
+        JobsInvalid, match=r"minute: '-1' is not a value or a range \(values are 0-59; no negatives\)"
+    ):
+        load_jobs(tmp_path)

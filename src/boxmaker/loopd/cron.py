@@ -127,6 +127,8 @@ def _item(item: str, name: str, low: int, high: int) -> range:
             raise CronError(name, f"step 0 in {item!r}; a step is at least 1")
     if base == "*":
         return range(low, high + 1, step)
+    if base.startswith("-"):
+        raise CronError(name, f"{item!r} is not a value or a range (values are {low}-{high}; no negatives)")
     first_text, dash, last_text = base.partition("-")
     first = _value(first_text, name, item, low, high)
     if not dash:

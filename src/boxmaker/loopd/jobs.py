@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from boxmaker.loopd.cron import CronError, Schedule, due, parse
+from boxmaker.loopd.cron import CronError, Schedule, due, next_run, parse
 from boxmaker.proto.errors import BoxmakerError, ConfigError, InvalidId
 from boxmaker.proto.fsio import append_line, complete_lines, ensure_dir
 from boxmaker.proto.ids import session_id
@@ -118,6 +118,8 @@ def _load_job(path: Path) -> Job:
     except CronError as exc:
         problem = exc.why if exc.field == "schedule" else str(exc)
         raise JobsInvalid(path, f"schedule {data.schedule!r}: {problem}") from None
+    if next_run(schedule, dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) is None:
+        raise JobsInvalid(path, f"schedule {data.schedule!r} never runs (no such day, e.g. 31 February)")
     return Job(name=name, schedule=schedule, prompt=data.prompt, path=path)
 
 
