@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from boxmaker.bxctl import roles
 from boxmaker.bxctl.cli import cli
 from boxmaker.proto.labels import DataClass, Label
-from boxmaker.proto.messages import Body, Chat, ChatReply, Error, ToolRun
+from boxmaker.proto.messages import Body, Chat, ChatReply, Error, LoopAdmin, LoopAdminReply, ToolRun
 from boxmaker.proto.wire import FrameServer
 from fakes.llama_server import FakeLlamaServer
 
@@ -27,9 +27,12 @@ class FakeLoopd:
         self.error: Error | None = None
         self.tools: list[ToolRun] = []
         self.untrusted = False
-        self.server = FrameServer(path, self.handle, frozenset({"chat", "status"}))
+        self.compacting: list[str] = []
+        self.server = FrameServer(path, self.handle, frozenset({"chat", "status", "loop_admin"}))
 
     def handle(self, kind: str, body: Body) -> Body:
+        if isinstance(body, LoopAdmin):
+            return LoopAdminReply(text="", data=self.compacting)
         assert isinstance(body, Chat)
         self.requests.append(body)
         if self.error is not None:
@@ -321,3 +324,20 @@ def test_the_loopd_config_up_writes_is_one_loopd_reads(
     assert loaded.background_slot == (0 if slots == 1 else 1)
     assert loaded.heartbeat_every_s == 0
     assert loaded.summarise == frozenset({"http_fetch"})
+
+
+def test_chat_says_when_the_session_is_being_compacted(loopd: FakeLoopd) -> None:
+    import time
+
+    loopd.compacting = ["chat-long"]
+    original = loopd.handle
+
+    def slow(kind: str, body: Body) -> Body:
+        if isinstance(body, Chat):
+            time.sleep(1.6)
+        return original(kind, body)
+
+    loopd.server.handler = slow
+    result = CliRunner().invoke(cli, ["chat", "--session", "chat-long", "-m", "go on"])
+    assert result.exit_code == 0
+    assert result.stderr.count("[the session is being compacted") == 1

@@ -531,3 +531,23 @@ def test_a_message_that_never_fits_compacts_once_not_again(home: Path) -> None:
             rig.loop.turn("chat-one", "word " * 3000)
     assert len(summary_requests(rig)) <= 4  # one compaction (in pieces at most), not one per attempt
     assert not (rig.sessions / "chat-one" / "2.jsonl").exists()
+
+
+def test_the_loop_says_which_sessions_it_is_compacting(home: Path) -> None:
+    import threading
+    import time
+
+    rig, depth = _depth_after_one_turn(home)
+    compacting(rig, n_ctx=depth)
+    rig.server.delay = 0.6
+    rig.server.script(FakeReply(content=SUMMARY))
+    thread = threading.Thread(target=rig.loop.turn, args=("chat-one", "second"))
+    thread.start()
+    seen = set()
+    deadline = time.monotonic() + 5
+    while thread.is_alive() and time.monotonic() < deadline:
+        seen.update(rig.loop.compacting())
+        time.sleep(0.05)
+    thread.join(10)
+    assert seen == {"chat-one"}
+    assert rig.loop.compacting() == []

@@ -22,7 +22,7 @@ from boxmaker.bxctl.broker import socket_path as broker_socket_path
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.ids import is_session_id, new_chat_session_id
-from boxmaker.proto.messages import Chat, ChatReply
+from boxmaker.proto.messages import Chat, ChatReply, LoopAdmin, LoopAdminReply
 
 #: A turn may wait for the model and for the owner's approvals; this is the most bxctl waits.
 TURN_TIMEOUT = 3600.0
@@ -80,11 +80,14 @@ def _notices(reply: ChatReply, announced: bool) -> None:
 
 
 class ApprovalWatch:
-    """While a turn runs, tell the owner about calls of this session waiting for approval."""
+    """While a turn runs, tell the owner about calls of this session waiting for approval, and about a
+    compaction of the session the turn waits for."""
 
-    def __init__(self, socket: Path, session: str) -> None:
+    def __init__(self, socket: Path, session: str, loop_socket: Path | None = None) -> None:
         self.socket = socket
         self.session = session
+        self.loop_socket = loop_socket
+        self.told_compacting = False
         self.seen: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -97,9 +100,25 @@ class ApprovalWatch:
         self._stop.set()
         self._thread.join(timeout=5)
 
+    def _compacting(self) -> None:
+        """Say once when loopd is compacting this session (the turn waits for it)."""
+        if self.told_compacting or self.loop_socket is None:
+            return
+        try:
+            reply = client.request("loopd", self.loop_socket, LoopAdmin(command="compacting"), timeout=3.0)
+        except click.ClickException:
+            return
+        if isinstance(reply, LoopAdminReply) and isinstance(reply.data, list) and self.session in reply.data:
+            self.told_compacting = True
+            click.echo(
+                "[the session is being compacted: its earlier part is summarised first; your message waits]",
+                err=True,
+            )
+
     def _run(self) -> None:
         silent = 0
         while not self._stop.wait(APPROVAL_POLL_S):
+            self._compacting()
             try:
                 reply = client.broker_admin(self.socket, "approvals", timeout=APPROVAL_POLL_S * 3)
             except click.ClickException as exc:
@@ -128,7 +147,7 @@ class ApprovalWatch:
 
 
 def _turn(state: State, path: Path, session: str, text: str) -> ChatReply:
-    with ApprovalWatch(broker_socket_path(state, None), session):
+    with ApprovalWatch(broker_socket_path(state, None), session, path):
         reply = client.request("loopd", path, Chat(text=text, session=session), timeout=TURN_TIMEOUT)
     if not isinstance(reply, ChatReply):
         raise client.RoleRefused(f"loopd answered {type(reply).__name__} to chat")

@@ -210,6 +210,7 @@ class Loop:
         self._open: dict[str, Session] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._compacting: set[str] = set()
 
     # Sessions ------------------------------------------------------------------------------------
 
@@ -347,6 +348,11 @@ class Loop:
             if session.pending is not None:  # its epoch has ended: nothing can be added to it
                 raise TurnFailed("session-compact-failed", str(exc), "session-compact-failed") from None
 
+    def compacting(self) -> list[str]:
+        """The sessions being compacted now (their next turn waits), sorted."""
+        with self._guard:
+            return sorted(self._compacting)
+
     def compact(self, session: Session, why: str) -> None:
         """Summarise the current epoch on the background slot and go on in the next (M5d 3.4-3.5).
 
@@ -357,6 +363,15 @@ class Loop:
                 or the new epoch's files could not be written; the session stays on its epoch (or, if
                 `epoch_end` was written, is finished at its next open).
         """
+        with self._guard:
+            self._compacting.add(session.id)
+        try:
+            self._compact(session, why)
+        finally:
+            with self._guard:
+                self._compacting.discard(session.id)
+
+    def _compact(self, session: Session, why: str) -> None:
         started = time.monotonic()
         if self.summaries is not None and not self.summaries.wait(session.id):
             raise CompactFailed(session.id, "its tool-output summaries did not finish within 10 minutes")

@@ -259,10 +259,14 @@ class Server:
         )
 
     def admin(self, request: LoopAdmin) -> LoopAdminReply:
-        """The owner's commands: ``jobs`` (each job, its next run and its last result)."""
+        """The owner's commands: ``jobs`` (each job, its next run and its last result) and
+        ``compacting`` (the sessions being compacted now)."""
+        if request.command == "compacting":
+            busy = self.loop.compacting()
+            return LoopAdminReply(text="\n".join(busy) or "(none)", data=busy)
         if request.command != "jobs":
             return LoopAdminReply(
-                text=f"loopd has no command {request.command!r}; it has: jobs",
+                text=f"loopd has no command {request.command!r}; it has: jobs, compacting",
                 data={"code": "refused:unknown-command"},
             )
         rows = self.scheduler.listing() if self.scheduler is not None else []
