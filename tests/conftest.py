@@ -175,3 +175,23 @@ def daemon(home: Path) -> Iterator[subprocess.Popen[bytes]]:
         yield process
     finally:
         stop(process)
+
+
+def bxctl_ok(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run bxctl as the owner does (its own process, ``--home home``); fail the test unless it exits 0."""
+    done = subprocess.run(
+        [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def bxctl_down(home: Path) -> None:
+    """Stop the roles `bxctl up` started for `home` (a test's cleanup: never fails)."""
+    subprocess.run(
+        [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), "down"], timeout=60, check=False
+    )

@@ -7,8 +7,6 @@ still hits; the session stays untrusted across the epoch change after a tainted 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -17,21 +15,11 @@ from pathlib import Path
 import pytest
 
 from boxmaker.proto.records import EpochEnd, ToolResult, read_log
+from conftest import bxctl_down
+from conftest import bxctl_ok as bxctl
 from fakes.llama_server import FakeLlamaServer, FakeReply
 
 FACT = "The heron nests by the old mill."
-
-
-def bxctl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
 
 
 @pytest.fixture
@@ -49,9 +37,7 @@ def box() -> Iterator[tuple[Path, FakeLlamaServer]]:
         try:
             yield home, model
         finally:
-            subprocess.run(
-                [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), "down"], timeout=60, check=False
-            )
+            bxctl_down(home)
 
 
 def epochs(home: Path, session: str) -> list[dict[str, object]]:

@@ -49,11 +49,15 @@ class Output:
 
 
 class Runtime:
-    """Runs decided calls. Subclasses implement `run`, or `run_labelled` when they know a label."""
+    """Runs decided calls. Subclasses implement `run`, or `run_labelled` when they know a label.
+
+    The base class is the refusing runtime (M5a section 8): it runs nothing and says so.
+    """
 
     def run(self, spec: RunSpec) -> Output:
-        """Run the call and return its output."""
-        raise NotImplementedError
+        """Run the call and return its output (here: refuse it, naming the tool)."""
+        refusal = sentences.no_runtime(spec.request.tool)
+        return Output(refusal.sentence, refusal.code)
 
     def run_labelled(self, spec: RunSpec) -> tuple[Output, Label | None]:
         """Run the call; return its output and the runtime's own label (None: the grant's applies)."""

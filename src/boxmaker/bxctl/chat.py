@@ -192,6 +192,14 @@ def chat(state: State, message: str | None, session: str | None, loop_socket: Pa
     _lines(state, path, session, announced=named)
 
 
+def _skip_rest_of_line() -> None:
+    """Read and drop the rest of an over-long input line, a piece at a time (never all of it at once)."""
+    while True:
+        rest = sys.stdin.buffer.readline(LINE_BYTES)
+        if not rest or rest.endswith(b"\n"):
+            return
+
+
 def _lines(state: State, path: Path, session: str, announced: bool) -> None:
     interactive = sys.stdin.isatty()
     failed = 0
@@ -204,8 +212,7 @@ def _lines(state: State, path: Path, session: str, announced: bool) -> None:
             break
         number += 1
         if len(raw) == LINE_BYTES and not raw.endswith(b"\n"):
-            while (rest := sys.stdin.buffer.readline(LINE_BYTES)) and not rest.endswith(b"\n"):
-                pass  # skip the rest of an over-long line without holding it
+            _skip_rest_of_line()
             click.echo(f"error: line {number} is over {MAX_TEXT:,} characters; not sent", err=True)
             failed += 1
             continue

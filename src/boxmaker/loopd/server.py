@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
-from types import FrameType
 from typing import Any
 
 from boxmaker.loopd.broker import BrokerdClient
@@ -26,6 +24,7 @@ from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
 from boxmaker.loopd.scheduler import Scheduler
 from boxmaker.loopd.slots import PrioritySlots
 from boxmaker.loopd.summaries import Summaries
+from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld, ensure_dir
 from boxmaker.proto.home import ensure_home
@@ -128,6 +127,7 @@ class Server:
         self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
         self._info_lock = threading.Lock()
         self._unanswered = ""
+        self._said = ""
         self.problem = ""  # what the model server contradicts in loopd.toml, while it does
         self._stop = threading.Event()
 
@@ -316,28 +316,21 @@ class Server:
         self.model.close()
         self.lock.release()
 
-    def request_stop(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
-        """Ask `serve_forever` to return (a signal handler)."""
-        del frame
-        log.info("stopping on signal %d", signum)
-        self._stop.set()
+    def _retry_server_info(self) -> None:
+        """Ask a model server that has not answered yet again; say a disagreement once."""
+        if self.info is not None:
+            return
+        try:
+            self.server_info()
+        except ServerMismatch as exc:
+            if str(exc) != self._said:  # once, not every few seconds
+                log.error("%s", exc)
+                self._said = str(exc)
 
     def serve_forever(self) -> None:
-        """Block until SIGTERM or SIGINT, then stop."""
-        signal.signal(signal.SIGTERM, self.request_stop)
-        signal.signal(signal.SIGINT, self.request_stop)
-        said = ""
-        try:
-            while not self._stop.wait(RETRY_S):
-                if self.info is None:
-                    try:
-                        self.server_info()
-                    except ServerMismatch as exc:
-                        if str(exc) != said:  # once, not every few seconds
-                            log.error("%s", exc)
-                            said = str(exc)
-        finally:
-            self.stop()
+        """Block until SIGTERM or SIGINT, asking a silent model server again every few seconds; then
+        stop."""
+        serve_until_signal(self.stop, tick=self._retry_server_info, every=RETRY_S, done=self._stop)
 
 
 def run(config: Config) -> None:

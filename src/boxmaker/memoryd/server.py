@@ -9,14 +9,13 @@ answer. SIGTERM and SIGINT remove the sockets and release the lock.
 from __future__ import annotations
 
 import logging
-import signal
 import sqlite3
 import threading
-from types import FrameType
 
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.index import fts5_problem
 from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, Memoryd
+from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
 from boxmaker.proto.home import ensure_home
@@ -84,21 +83,9 @@ class Server:
         self.memory.close()
         self.lock.release()
 
-    def request_stop(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
-        """Ask `serve_forever` to return (a signal handler)."""
-        del frame
-        log.info("stopping on signal %d", signum)
-        self._stop.set()
-
     def serve_forever(self) -> None:
         """Block until SIGTERM or SIGINT, then stop."""
-        signal.signal(signal.SIGTERM, self.request_stop)
-        signal.signal(signal.SIGINT, self.request_stop)
-        try:
-            while not self._stop.wait(1.0):
-                pass
-        finally:
-            self.stop()
+        serve_until_signal(self.stop, done=self._stop)
 
 
 def run(config: Config) -> None:
