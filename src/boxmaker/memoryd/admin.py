@@ -13,6 +13,9 @@
 | add | args: {"file": "memory"/"user", "text"} | the owner's own identity write, journalled as the owner |
 | note | arg: text | the owner's own note |
 | tiers | args: {"untrusted": bool} | each identity entry and note with its recall count (`tiers`) |
+| withdraw | args: {"items", "archives", "sessions", "reason", "supersedes"} | a withdrawal; its receipt |
+| reinstate | arg: withdrawal id; args: {"reason"} | reinstates it (same scope, superseding it) |
+| controls | | every withdrawal control with its state (in-force, reinstated, superseded, conflicting) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from boxmaker.memoryd import review, sentences
 from boxmaker.memoryd.arguments import Add
+from boxmaker.memoryd.controls import Scope
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
@@ -45,12 +49,14 @@ Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
 
 
 #: The commands that take no `arg`.
-NO_ARG = frozenset({"status", "pending", "files", "show", "add", "tiers"})
+NO_ARG = frozenset({"status", "pending", "files", "show", "add", "tiers", "withdraw", "controls"})
 #: The keys of `args` each command takes (any other key is refused, naming it).
 ARGS: dict[str, frozenset[str]] = {
     "search": frozenset({"k"}),
     "add": frozenset({"file", "text"}),
     "tiers": frozenset({"untrusted"}),
+    "withdraw": frozenset({"items", "archives", "sessions", "reason", "supersedes"}),
+    "reinstate": frozenset({"reason"}),
 }
 
 
@@ -218,7 +224,7 @@ def _files(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
         rows.append({"file": "(block)", "problem": str(exc)})
     lines = [_file_line(row) for row in rows]
     if left_out:
-        lines.append("left out of the memory block (they fail the write check):")
+        lines.append("left out of the memory block (they fail the write check, or are withdrawn):")
         lines += [f"  {i['file']} ({i['rule']}): {escape_line(i['entry'])}" for i in left_out]
     return MemoryAdminReply("\n".join(lines), {"files": rows, "left_out": left_out})
 
@@ -248,7 +254,11 @@ def _search(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     k = request.args.get("k", 10)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
         raise InvalidBody("memory_admin", "search takes k from 1 to 50")
-    result = memory.recaller.owner_search(request.arg, k, memory.store)
+    try:
+        hidden = memory.withdrawn_entries()
+    except (OSError, FileUnreadable) as exc:
+        return MemoryAdminReply(f"{exc}; nothing was searched", {"code": "refused:unavailable", "hits": []})
+    result = memory.recaller.owner_search(request.arg, k, memory.store, hidden)
     if isinstance(result, sentences.Refusal):
         return MemoryAdminReply(result.sentence, {"code": result.code, "hits": []})
     return MemoryAdminReply(escape(result.text), {"code": "ok", "hits": result.data})
@@ -276,6 +286,51 @@ def _tiers(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply(result.text, result.data)
 
 
+# Withdrawal (seed 003 sections 12.1-12.2; `withdrawal`) ----------------------------------------------
+
+
+def _strings(request: MemoryAdmin, key: str) -> tuple[str, ...]:
+    value = request.args.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidBody("memory_admin", f"{request.command} takes args {{{key!r}: [string, ...]}}")
+    return tuple(value)
+
+
+def _withdraw(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """The owner's withdrawal: the receipt (seed 12.1), or the refusal with ``data.code``."""
+    reason = request.args.get("reason", "owner-decision")
+    supersedes = request.args.get("supersedes")
+    if not isinstance(reason, str) or not (supersedes is None or isinstance(supersedes, str)):
+        raise InvalidBody("memory_admin", "withdraw takes a string reason and a string or null supersedes")
+    scope = Scope(_strings(request, "items"), _strings(request, "archives"), _strings(request, "sessions"))
+    result = memory.forget(scope, reason, supersedes=supersedes or None)
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    return MemoryAdminReply(escape(result.text), result.data())
+
+
+def _reinstate(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    reason = request.args.get("reason", "owner-decision")
+    if not isinstance(reason, str):
+        raise InvalidBody("memory_admin", "reinstate takes a string reason")
+    try:
+        result = memory.withdrawals.reinstate(request.arg, reason)
+    except (OSError, FileUnreadable) as exc:
+        return MemoryAdminReply(f"{exc}; nothing was recorded", {"code": "refused:unavailable"})
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    return MemoryAdminReply(result.text, {"code": "ok", "withdrawal": result.record.to_dict()})
+
+
+def _controls(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    del request
+    try:
+        text, data = memory.withdrawals.listing()
+    except OSError as exc:
+        return MemoryAdminReply(f"{exc}; nothing to list", {"code": "refused:unavailable"})
+    return MemoryAdminReply(escape(text), data)
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -289,4 +344,7 @@ COMMANDS: dict[str, Command] = {
     "add": _add,
     "note": _note,
     "tiers": _tiers,
+    "withdraw": _withdraw,
+    "reinstate": _reinstate,
+    "controls": _controls,
 }

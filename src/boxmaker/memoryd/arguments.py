@@ -83,6 +83,23 @@ def parse_tiers(arguments: dict[str, Any]) -> TiersArgs | Refusal:
     return result
 
 
+class ForgetArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "forget", "items": [mem ids], "sessions": [session ids], "reason"?}``: withdraw
+    captured items and sessions on the owner's request (seed 003 sections 12.1-12.2). At least one
+    item or session; `reason` one of `controls.REASONS` (default ``owner-decision``)."""
+
+    action: str
+    items: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
+    sessions: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
+    reason: str = "owner-decision"
+
+
+def parse_forget(arguments: dict[str, Any]) -> ForgetArgs | Refusal:
+    """The `memory` tool's `forget` action, or ``refused:arguments``."""
+    result: ForgetArgs | Refusal = _convert(arguments, ForgetArgs)
+    return result
+
+
 class RecallArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``{"query": string, "k": integer}``; `k` 1 to 10, default 5."""
 

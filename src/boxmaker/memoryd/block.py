@@ -15,13 +15,15 @@ Exactly::
     (empty)
 
 Counts are of the files' text. Each entry of memory.md and user.md is checked again as the block is
-built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it. soul.md is
-the owner's and is not checked. Pure: the caller reads the files and refuses a file over its limit.
+built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it. A withdrawn
+entry (seed 003 section 12.2: its text equals a withdrawn item's, or a withdrawn session wrote it; the
+caller works that out, `controls.withdrawn_entries`) is left out the same way, with rule ``withdrawn``.
+soul.md is the owner's and is not checked. Pure: the caller reads the files and refuses a file over its limit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from boxmaker.memoryd.check import check_text
@@ -48,13 +50,21 @@ class Block:
     left_out: tuple[LeftOut, ...]
 
 
-def render(soul: str, files: Sequence[IdentityFile]) -> Block:
-    """Render the block from soul.md's text and the identity files, in the order given."""
+#: The rule a withdrawn entry is left out by.
+WITHDRAWN = "withdrawn"
+
+
+def render(soul: str, files: Sequence[IdentityFile], withdrawn: Set[tuple[str, str]] = frozenset()) -> Block:
+    """Render the block from soul.md's text and the identity files, in the order given, leaving
+    out the `withdrawn` entries ((file name, text))."""
     parts = ["# soul.md", "", soul or EMPTY]
     left_out: list[LeftOut] = []
     for file in files:
         kept = []
         for entry in file.entries:
+            if (file.spec.name, entry) in withdrawn:
+                left_out.append(LeftOut(file.spec.name, WITHDRAWN, entry))
+                continue
             refusal = check_text(entry)
             if refusal is None:
                 kept.append(entry)

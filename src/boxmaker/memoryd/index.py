@@ -30,9 +30,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from boxmaker.memoryd.controls import Exclusion
 from boxmaker.memoryd.entries import normalise_newlines
 from boxmaker.memoryd.hits import Hit
 from boxmaker.memoryd.indexdb import (
@@ -83,10 +84,19 @@ class Index:
         sessions: the sessions folder.
         notes: notes.md.
         max_class: rows above this class are not indexed (``[index] max_class``).
+        exclusion: what is withdrawn now (`controls.Controls.exclusion`); never indexed.
     """
 
-    def __init__(self, path: Path, sessions: Path, notes: Path, max_class: DataClass) -> None:
+    def __init__(
+        self,
+        path: Path,
+        sessions: Path,
+        notes: Path,
+        max_class: DataClass,
+        exclusion: Callable[[], Exclusion] | None = None,
+    ) -> None:
         self.path = path
+        self.exclusion = exclusion
         self.sessions = sessions
         self.notes = notes
         self.max_class = max_class
@@ -146,7 +156,7 @@ class Index:
         except BaseException:
             conn.close()
             raise
-        return IndexDB(conn, self.sessions, self.max_class, self._cancel)
+        return IndexDB(conn, self.sessions, self.max_class, self._cancel, self.exclusion)
 
     def close(self) -> None:
         """Stop the background work (between two batches), then close every connection."""
@@ -328,6 +338,19 @@ class Index:
                 db.conn.close()
         log.info("reindexed: %d logs, %d records, %d notes", counts.logs, counts.records, counts.notes)
         return counts
+
+    def rebuild_in_background(self) -> None:
+        """Start `rebuild` on a background thread (after a withdrawal or a reinstatement, so the
+        index holds exactly what is eligible); recall filters withdrawn hits meanwhile."""
+        self._run_in_background(self._rebuild_logged, "index-rebuild")
+
+    def _rebuild_logged(self) -> None:
+        try:
+            self.rebuild()
+        except Cancelled:
+            return
+        except Exception:
+            log.exception("memory-index-damaged: rebuilding the index failed; run `bxctl reindex`")
 
     def _fill(self, db: IndexDB) -> tuple[bytes, Stat]:
         """Catch `db` up with every session and notes.md; returns the notes.md it saw."""

@@ -9,6 +9,9 @@ Each row gets the label in force when its record was written: the stricter of ``
 tool result before it. A row whose class is above ``max_class`` is not indexed at all, and its text
 never reaches another row's context.
 
+Withdrawn content is never indexed (seed 003 section 12.2): `exclusion` (read at each catch-up) names
+withdrawn sessions, records and notes, which are skipped; a reinstatement rebuilds the index.
+
 Rows are only ever appended: session logs and notes.md are append-only. When notes.md was changed
 other than by appending, or a log shrank, the caller rebuilds the index from nothing (`Index.rebuild`).
 
@@ -34,7 +37,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from boxmaker.memoryd.controls import Exclusion
 from boxmaker.memoryd.notes import Note
 from boxmaker.memoryd.query import TOKENIZER
 from boxmaker.memoryd.walk import Rows, Walk, searchable_text, time_of, walk_records
@@ -221,6 +225,8 @@ class IndexDB:
         sessions: the sessions folder to read logs from.
         max_class: rows above this class are not indexed.
         cancel: once set, a catch-up in progress stops between batches (`Cancelled`).
+        exclusion: what is withdrawn now (called at each catch-up and notes batch); withdrawn
+            sessions, records and notes are not indexed.
     """
 
     def __init__(
@@ -229,8 +235,10 @@ class IndexDB:
         sessions: Path,
         max_class: DataClass,
         cancel: threading.Event | None = None,
+        exclusion: Callable[[], Exclusion] | None = None,
     ) -> None:
         self.conn = conn
+        self.exclusion = exclusion or Exclusion
         self.cancel = cancel or threading.Event()
         self.sessions = sessions
         self.max_class = max_class
@@ -307,7 +315,10 @@ class IndexDB:
         chunks of `CHUNK_BYTES`, so a huge log neither fills memory nor delays a stop."""
         batch = _Batch()
         size = FIRST_BATCH_ROWS
+        excluded = self.exclusion()
         for session in names:
+            if excluded.session(session):
+                continue
             carry: Walk | None = None
             for epoch in self.epochs(session):
                 log_state = self._start(session, epoch, carry, progress)
@@ -316,7 +327,7 @@ class IndexDB:
                 while True:
                     if self.cancel.is_set():
                         raise Cancelled
-                    more = self._collect(log_state, batch)
+                    more = self._collect(log_state, batch, excluded)
                     if len(batch.rows.sources) >= size:
                         yield batch.encoded()
                         batch = _Batch()
@@ -352,8 +363,9 @@ class IndexDB:
             raise LogShrank(f"{path} is {size:,} bytes, shorter than the {state.offset:,} already indexed")
         return state
 
-    def _collect(self, state: _LogState, batch: _Batch) -> bool:
-        """Walk the next chunk of a log into `batch`. Returns True when more of the log is left."""
+    def _collect(self, state: _LogState, batch: _Batch, excluded: Exclusion) -> bool:
+        """Walk the next chunk of a log into `batch`, leaving out withdrawn records. Returns True
+        when more of the log is left."""
         try:
             with state.path.open("rb") as handle:
                 handle.seek(state.offset)
@@ -382,6 +394,7 @@ class IndexDB:
                 state.walk,
                 max_class=self.max_class,
                 rows=batch.rows,
+                skip=_skip(excluded, state.session, state.epoch) if excluded else None,
             )
             state.records += len(decoded)
             state.offset += consumed
@@ -438,8 +451,9 @@ class IndexDB:
 
     def _notes_batch(self, notes: Sequence[Note]) -> _Encoded:
         batch = _Batch()
+        excluded = self.exclusion()
         for note in notes:
-            if note.label.data_class > self.max_class:
+            if note.label.data_class > self.max_class or excluded.note(note):
                 continue
             time = f"{note.time[:16]}:00Z" if note.time else ""
             batch.rows.sources.append(
@@ -501,6 +515,11 @@ class IndexDB:
     def counts(self) -> Counts:
         """Logs read, rows from sessions, rows from notes."""
         return counts_of(self.conn)
+
+
+def _skip(excluded: Exclusion, session: str, epoch: int) -> Callable[[int], bool]:
+    """`walk_records`'s skip for one log: record numbers are 0-based, anchors' lines 1-based."""
+    return lambda number: excluded.record(session, epoch, number + 1)
 
 
 def counts_of(conn: sqlite3.Connection) -> Counts:

@@ -5,6 +5,11 @@ text reaches FTS5 only as quoted terms), searches the index, renders the hits wi
 computes the result's label, and appends one line to the recall log ``recalls/YYYY-MM.jsonl`` naming
 each hit by its stable source key, so hit counts survive a reindex. Owner searches and benchmark runs
 are marked and do not count toward tiers.
+
+Withdrawn content (seed 003 section 12.2) is filtered out before anything is rendered or logged:
+hits the `Exclusion` names are dropped, and the index is asked for more (up to `SEARCH_CEILING`) so
+`k` hits still come back when some were withdrawn. Controls that cannot be read refuse the recall
+(fail closed).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from boxmaker.memoryd import hits as hit_text
 from boxmaker.memoryd import sentences
+from boxmaker.memoryd.controls import Exclusion
 from boxmaker.memoryd.entries import IDENTITY_FILES
 from boxmaker.memoryd.hits import Hit
 from boxmaker.memoryd.index import Index
@@ -33,6 +39,8 @@ from boxmaker.proto.labels import Label
 log = logging.getLogger("boxmaker.memoryd.recall")
 
 QUERY_LIMIT = 500
+#: At most this many hits are asked of the index when withdrawn hits are filtered out.
+SEARCH_CEILING = 1000
 #: How long a recall waits for the index to be ready at start before it says it is not, in seconds.
 READY_WAIT = 20.0
 
@@ -78,15 +86,22 @@ class Recaller:
         recalls: the recall log folder (``memory/recalls``).
         now: the clock.
         log_recalls: False to keep no recall log (never in memoryd; for offline measurements).
+        exclusion: what is withdrawn now (`controls.Controls.exclusion`); its hits are never shown.
     """
 
     def __init__(
-        self, index: Index, recalls: Path, now: Callable[[], dt.datetime], log_recalls: bool = True
+        self,
+        index: Index,
+        recalls: Path,
+        now: Callable[[], dt.datetime],
+        log_recalls: bool = True,
+        exclusion: Callable[[], Exclusion] | None = None,
     ) -> None:
         self.index = index
         self.recalls = recalls
         self.now = now
         self.log_recalls = log_recalls
+        self.exclusion = exclusion or Exclusion
 
     def search(self, text: str, k: int) -> tuple[list[Hit], tuple[str, ...]] | Refusal:
         """The structured layer under recall: validated, built, searched; no rendering, no log."""
@@ -96,8 +111,19 @@ class Recaller:
             return sentences.INDEX_NOT_READY
         query = build(text)
         try:
+            excluded = self.exclusion()
+        except OSError as exc:
+            log.error("recall refused: the withdrawal controls cannot be read: %s", exc)
+            return sentences.controls_unreadable(str(exc))
+        try:
             self.index.refresh_notes()
-            return self.index.search(query, k), query.terms
+            wanted = k
+            while True:
+                found = self.index.search(query, wanted)
+                kept = [hit for hit in found if not excluded.hit(hit)]
+                if len(kept) >= k or len(found) < wanted or wanted >= SEARCH_CEILING:
+                    return kept[:k], query.terms
+                wanted = min(wanted * 4, SEARCH_CEILING)
         except sqlite3.Error as exc:
             log.error("memory-index-damaged: recall could not read the index: %s", exc)
             return sentences.index_unreadable(str(exc))
@@ -138,8 +164,11 @@ class Recaller:
         fsio.ensure_dir(self.recalls)
         fsio.append_line(self.recalls / f"{moment:%Y-%m}.jsonl", encode_line(line), sync=False)
 
-    def owner_search(self, text: str, k: int, store: Store) -> RecallResult | Refusal:
-        """The owner's search: identity entries that share a term with the query, then recall's hits."""
+    def owner_search(
+        self, text: str, k: int, store: Store, hidden: frozenset[tuple[str, str]] = frozenset()
+    ) -> RecallResult | Refusal:
+        """The owner's search: identity entries that share a term with the query (except the
+        withdrawn ones, `hidden` as (file, text)), then recall's hits."""
         result = self.recall(text, k, "owner", owner=True)
         if isinstance(result, Refusal):
             return result
@@ -152,6 +181,8 @@ class Recaller:
             except FileUnreadable:
                 continue
             for entry in entries:
+                if (spec.name, entry) in hidden:
+                    continue
                 lowered = entry.lower()
                 if terms and any(t in lowered for t in terms):
                     data.append({"tag": "identity", "where": spec.name, "text": entry})

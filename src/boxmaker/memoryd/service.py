@@ -10,6 +10,10 @@ every message kind its three sockets take:
 | memory_call | brokerd | tool_response (a rule's refusal is a tool_response, never an error) |
 | reindex | bxctl | reindexed |
 | memory_admin | bxctl | memory_admin_reply (`admin` module) |
+
+Withdrawal (seed 003 section 12.2): `controls` gives the `Exclusion` every exposure applies (recall,
+the owner's search, the block, the indexer, tiers); `withdrawals` appends control events (the owner's
+``withdraw``/``reinstate``, a clean session's `memory` action ``forget``) and answers with receipts.
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ from collections.abc import Callable
 
 from boxmaker.memoryd import admin, arguments, block, notes, recall, sentences, tiers
 from boxmaker.memoryd.config import Config
+from boxmaker.memoryd.controls import Controls, Scope, withdrawn_entries
 from boxmaker.memoryd.entries import IDENTITY_FILES
 from boxmaker.memoryd.index import Index
 from boxmaker.memoryd.journal import Journal
 from boxmaker.memoryd.recall import Recaller
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable, Store
+from boxmaker.memoryd.withdrawal import Receipt, Withdrawals
 from boxmaker.memoryd.writer import Answer, Caller, Writer
 from boxmaker.proto.errors import InvalidBody, ProtocolError
 from boxmaker.proto.ids import OWNER_SESSION
@@ -88,11 +94,27 @@ class Memoryd:
         self.now = now
         self.store = Store(layout.memory, config.soul_starter)
         self.journal = Journal(layout.memory, now)
+        self.controls = Controls(layout.memory)
         self.index = Index(
-            layout.index / "memory.sqlite3", layout.sessions, self.store.notes_path, config.max_class
+            layout.index / "memory.sqlite3",
+            layout.sessions,
+            self.store.notes_path,
+            config.max_class,
+            self.controls.exclusion,
         )
         self.writer = Writer(self.store, self.journal, now, config.review, self.index.add_notes)
-        self.recaller = Recaller(self.index, layout.memory / "recalls", now)
+        self.recaller = Recaller(
+            self.index, layout.memory / "recalls", now, exclusion=self.controls.exclusion
+        )
+        self.withdrawals = Withdrawals(
+            self.controls,
+            store=self.store,
+            journal=self.journal,
+            lock=self.writer.lock,
+            now=now,
+            sessions=layout.sessions,
+            on_change=self.index.rebuild_in_background,
+        )
 
     def open(self) -> list[str]:
         """Create missing files, complete an interrupted edit, open the index and start bringing it
@@ -145,7 +167,8 @@ class Memoryd:
         try:
             soul = self.store.read_soul()
             files = [self.store.read_identity(spec) for spec in IDENTITY_FILES.values()]
-        except (FileUnreadable, FileOverLimit) as exc:
+            withdrawn = self.withdrawn_entries({f.spec.name: f.entries for f in files})
+        except (FileUnreadable, FileOverLimit, OSError) as exc:
             log.error("memory-unavailable: %s", exc)
             raise MemoryUnavailable(f"the memory block is unavailable: {exc}") from None
         for file in files:
@@ -153,10 +176,30 @@ class Memoryd:
                 why = FileOverLimit(file.spec.name, file.size, file.spec.limit)
                 log.error("memory-unavailable: %s", why)
                 raise MemoryUnavailable(f"the memory block is unavailable: {why}")
-        rendered = block.render(soul, files)
+        rendered = block.render(soul, files, withdrawn)
         for item in rendered.left_out:
+            if item.rule == block.WITHDRAWN:
+                log.info("left out of the block: a withdrawn entry of %s", item.file)
+                continue
             log.warning("left out of the block: an entry of %s refused by rule %s", item.file, item.rule)
         return rendered
+
+    def withdrawn_entries(
+        self, files: dict[str, tuple[str, ...]] | None = None
+    ) -> frozenset[tuple[str, str]]:
+        """The identity entries (file, text) withdrawn now (`controls.withdrawn_entries`); `files`
+        are the identity files' entries by name (read when not given).
+
+        Raises:
+            OSError, FileUnreadable: a file cannot be read.
+        """
+        excluded = self.controls.exclusion()
+        if not excluded:
+            return frozenset()
+        if files is None:
+            files = {s.name: self.store.read_identity(s).entries for s in IDENTITY_FILES.values()}
+        journal = self.journal.entries_newest_first()
+        return frozenset(withdrawn_entries(excluded, dict(files), journal))
 
     def call(self, call: MemoryCall) -> ToolResponse:
         """Run a decided `recall` or `memory` call with the session's state (M5a sections 5 and 8)."""
@@ -169,6 +212,8 @@ class Memoryd:
             return ToolResponse(request.call_id, refusal.sentence, refusal.code, None)
         if request.arguments.get("action") == "tiers":
             return self._tiers(call)
+        if request.arguments.get("action") == "forget":
+            return self._forget(call)
         parsed = arguments.parse_memory(request.arguments)
         if isinstance(parsed, Refusal):
             answer = Answer.refused(parsed)
@@ -193,12 +238,50 @@ class Memoryd:
         Returns ``refused:unavailable`` when a memory file or the recall log cannot be read.
         """
         try:
-            files = [(s.name, self.store.read_identity(s).entries) for s in IDENTITY_FILES.values()]
+            read = {s.name: self.store.read_identity(s).entries for s in IDENTITY_FILES.values()}
             found = notes.parse(self.store.read_notes())
             tallied = tiers.tally(recall.read_log(self.recaller.recalls))
+            excluded = self.controls.exclusion()
+            hidden = self.withdrawn_entries(read)
         except (FileUnreadable, OSError) as exc:
             return Refusal("refused:unavailable", f"{exc}; nothing to list")
-        return tiers.listing(files, found, tallied, untrusted=untrusted)
+        files = [(name, [e for e in entries if (name, e) not in hidden]) for name, entries in read.items()]
+        shown = [n for n in found if not excluded.note(n)]
+        return tiers.listing(files, shown, tallied, untrusted=untrusted)
+
+    def _forget(self, call: MemoryCall) -> ToolResponse:
+        """The `memory` tool's `forget` action (seed 003 sections 12.1-12.2): a session that has not
+        read untrusted content withdraws captured items and sessions on the owner's request; the
+        answer is the surface receipt. A tainted session is refused (``refused:tainted``)."""
+        request = call.request
+        if call.untrusted:
+            refusal = sentences.FORGET_TAINTED
+            return ToolResponse(request.call_id, refusal.sentence, refusal.code, None)
+        parsed = arguments.parse_forget(request.arguments)
+        if isinstance(parsed, Refusal):
+            return ToolResponse(request.call_id, parsed.sentence, parsed.code, None)
+        scope = Scope(tuple(parsed.items), (), tuple(parsed.sessions))
+        result = self.forget(scope, parsed.reason, session=request.session, call=request.call_id)
+        if isinstance(result, Refusal):
+            return ToolResponse(request.call_id, result.sentence, result.code, None)
+        return ToolResponse(request.call_id, result.text, "ok", None)
+
+    def forget(
+        self,
+        scope: Scope,
+        reason: str,
+        *,
+        session: str = "owner",
+        call: str = "",
+        supersedes: str | None = None,
+    ) -> Receipt | Refusal:
+        """Withdraw `scope` (`withdrawal.Withdrawals.withdraw`), a file that cannot be read
+        becoming ``refused:unavailable`` (nothing recorded)."""
+        try:
+            return self.withdrawals.withdraw(scope, reason, session=session, call=call, supersedes=supersedes)
+        except (FileUnreadable, OSError) as exc:
+            log.error("withdrawal refused: %s", exc)
+            return Refusal("refused:unavailable", f"{exc}; nothing was recorded")
 
     def _tiers(self, call: MemoryCall) -> ToolResponse:
         """The `memory` tool's `tiers` action: the listing as a tool result, labelled with the strictest

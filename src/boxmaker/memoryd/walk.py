@@ -16,7 +16,7 @@ as overlapping two-character pieces (`query.cjk_bigrams`).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -92,8 +92,13 @@ def walk_records(
     *,
     max_class: DataClass,
     rows: Rows,
+    skip: Callable[[int], bool] | None = None,
 ) -> None:
-    """Append the rows of `records` (numbered from `first` in the log) to `rows`, advancing `walk`."""
+    """Append the rows of `records` (numbered from `first` in the log) to `rows`, advancing `walk`.
+
+    `skip(number)` True leaves that record out (a withdrawn record, seed 003 section 12.2): no row, and
+    its text never reaches another row's context; what it did to the label still counts.
+    """
     limit = _RANK[max_class]
     for number, record in enumerate(records, start=first):
         if isinstance(record, (ToolResult, ToolSummary)):
@@ -102,7 +107,7 @@ def walk_records(
             walk.untrusted = walk.untrusted or record.untrusted
             if isinstance(record, ToolResult):
                 continue
-        if walk.rank > limit:
+        if walk.rank > limit or (skip is not None and skip(number)):
             continue
         key = f"session/{session}/{epoch}/{number}"
         if isinstance(record, User):
