@@ -127,7 +127,7 @@ class WithdrawalRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON values (the scope's empty arrays absent)."""
-        value: dict[str, Any] = msgspec.to_builtins(self)
+        value: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
         return value
 
     def line(self) -> bytes:

@@ -7,7 +7,8 @@ a tainted session is refused with ``refused:tainted``). Each control event is on
 ``"controls": [record]``) that appends the record to controls.jsonl, so a crash completes it.
 
 Non-admission (seed 12.2 and checklist 18): only selectors that entered Memory are recorded. A named
-item that is not in the item store (or was erased), a session with no log, note or item, an archive
+item that is not in the item store (or was erased), a session with no log, note, item or identity
+edit in the journal, an archive
 ref naming nothing archived, a record anchor past the end of its log: none of these is captured, and
 when nothing named was captured the answer is ``Memory: no capture; nothing was recorded`` and no
 record is made.
@@ -49,7 +50,7 @@ from boxmaker.memoryd.controls import (
     session_decider,
     withdrawn_entries,
 )
-from boxmaker.memoryd.entries import IDENTITY_FILES
+from boxmaker.memoryd.entries import BY_NAME, IDENTITY_FILES
 from boxmaker.memoryd.journal import Append, Change, Journal
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileUnreadable, Store
@@ -275,9 +276,14 @@ class Withdrawals:
             if ref in noted or any(i.session == ref for i in live.values()):
                 return True
             try:
-                return any(name.endswith(".jsonl") for name in os.listdir(self.sessions / ref))
+                if any(name.endswith(".jsonl") for name in os.listdir(self.sessions / ref)):
+                    return True
             except OSError:
-                return False
+                pass
+            return any(
+                e.get("session") == ref and e.get("where") in BY_NAME
+                for e in self.journal.entries_newest_first()
+            )
         if any(i.captured_from == ref for i in live.values()):
             return True
         session, epoch, line = anchor
