@@ -91,7 +91,9 @@ class Memoryd:
         self.index = Index(
             layout.index / "memory.sqlite3", layout.sessions, self.store.notes_path, config.max_class
         )
-        self.writer = Writer(self.store, self.journal, now, config.review, self.index.add_notes)
+        self.writer = Writer(
+            self.store, self.journal, now, config.review, self.index.add_notes, sessions=layout.sessions
+        )
         self.recaller = Recaller(self.index, layout.memory / "recalls", now)
 
     def open(self) -> list[str]:
