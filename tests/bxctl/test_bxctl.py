@@ -109,8 +109,16 @@ def test_reindex_prints_the_counts(fake: FakeMemoryd) -> None:
         (["memory", "tiers"], "tiers", "", {"untrusted": False}),
         (["memory", "tiers", "--untrusted"], "tiers", "", {"untrusted": True}),
         (
-            ["memory", "note", "--kind", "state", "--subject", "host:ip", "--confidence", "confirmed"]
-            + ["ip 1"],
+            [
+                "memory",
+                "note",
+                "--kind",
+                "state",
+                "--subject",
+                "host:ip",
+                *("--confidence", "confirmed"),
+                "ip 1",
+            ],
             "note",
             "ip 1",
             {"kind": "state", "subject": "host:ip", "confidence": "confirmed"},
