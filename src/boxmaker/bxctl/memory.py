@@ -347,8 +347,9 @@ def memory_supersede(state: State, old: str, new: str, memory_socket: Path | Non
 @click.argument("item_id")
 @click.argument("status", type=click.Choice(["active", "stale", "pending-cleanup"]))
 @memory_socket_option
+@json_option
 @pass_state
-def memory_status(state: State, item_id: str, status: str, memory_socket: Path | None) -> None:
+def memory_status(state: State, item_id: str, status: str, memory_socket: Path | None, as_json: bool) -> None:
     """Set ITEM_ID's status: stale (no longer applies), pending-cleanup, or back to active.
 
     \b
@@ -356,7 +357,7 @@ def memory_status(state: State, item_id: str, status: str, memory_socket: Path |
         bxctl memory status mem-2026-11-29-001 stale
     """
     reply = client.admin(_socket(state, memory_socket), "item-status", item_id, {"status": status})
-    client.emit(reply, False)
+    client.emit(reply, as_json)
 
 
 @memory.command(name="tiers")
