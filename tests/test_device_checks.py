@@ -240,7 +240,8 @@ def test_poisoning_by_a_fetched_page_lands_as_an_untrusted_note(box: Box) -> Non
     notes = box.memory_file("notes.md")
     assert INJECTED in notes
     header = next(line for line in notes.splitlines() if line.startswith("§ noted") and "chat-web" in line)
-    assert header.endswith("· untrusted")
+    assert "· private · untrusted · mem-" in header
+    assert header.endswith(" · knowledge")
     # the same session's later recall hits are tagged: its own records are tainted now
     box.chat(
         "chat-web",

@@ -16,6 +16,11 @@ GOOD: list[tuple[str, dict[str, Any]]] = [
     ("memory", {"action": "replace", "file": "user", "old": "a", "text": "b"}),
     ("memory", {"action": "remove", "file": "user", "old": "a"}),
     ("memory", {"action": "note", "text": "example.org says the release moved."}),
+    ("memory", {"action": "note", "text": "NAS at 10.0.0.7", "kind": "state", "subject": "nas:ip"}),
+    ("memory", {"action": "add", "file": "user", "text": "UTC", "confidence": "confirmed", "scope": "time"}),
+    ("memory", {"action": "forget", "items": ["mem-2026-09-24-001"], "sessions": ["chat-a"]}),
+    ("memory", {"action": "index"}),
+    ("memory", {"action": "topic", "topic": "backups"}),
     (
         "memory",
         {
@@ -48,6 +53,12 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("memory", {"action": "add", "file": "soul", "text": "x"}, '`file` must be "memory" or "user"'),
     ("memory", {"action": "add", "file": "memory", "text": 5}, "`text` must be a string"),
     ("memory", {"action": "note", "text": "x", "file": "memory"}, "unknown argument `file`"),
+    (
+        "memory",
+        {"action": "replace", "file": "user", "old": "a", "text": "b", "kind": "state"},
+        "unknown argument `kind`",
+    ),
+    ("memory", {"action": "index", "topic": "x"}, "unknown argument `topic`"),
     ("memory", {"action": "note", "text": ""}, "`text` must be 1 to 1,000 characters"),
     ("memory", {"action": "note", "text": "x" * 1001}, "`text` must be 1 to 1,000 characters (it is 1,001)"),
     ("memory", {"action": "remove", "file": "user"}, "the argument `old` is missing"),

@@ -108,6 +108,41 @@ def test_reindex_prints_the_counts(fake: FakeMemoryd) -> None:
         (["memory", "note", "seen it"], "note", "seen it", {}),
         (["memory", "tiers"], "tiers", "", {"untrusted": False}),
         (["memory", "tiers", "--untrusted"], "tiers", "", {"untrusted": True}),
+        (
+            [
+                "memory",
+                "note",
+                "--kind",
+                "state",
+                "--subject",
+                "host:ip",
+                *("--confidence", "confirmed"),
+                "ip 1",
+            ],
+            "note",
+            "ip 1",
+            {"kind": "state", "subject": "host:ip", "confidence": "confirmed"},
+        ),
+        (["memory", "items"], "items", "", {"all": False}),
+        (
+            ["memory", "items", "--all", "--kind", "state", "--status", "active", "--subject", "s"],
+            "items",
+            "",
+            {"all": True, "kind": "state", "status": "active", "subject": "s"},
+        ),
+        (["memory", "item", "mem-2026-09-24-001"], "item", "mem-2026-09-24-001", {}),
+        (
+            ["memory", "supersede", "mem-2026-09-24-001", "mem-2026-09-24-002"],
+            "supersede",
+            "",
+            {"old": "mem-2026-09-24-001", "new": "mem-2026-09-24-002"},
+        ),
+        (
+            ["memory", "status", "mem-2026-09-24-001", "stale"],
+            "item-status",
+            "mem-2026-09-24-001",
+            {"status": "stale"},
+        ),
     ],
 )
 def test_each_memory_command_sends_its_request(

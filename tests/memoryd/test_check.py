@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from boxmaker.memoryd.check import CONTENT_RULES, CheckRefusal, check_text, sentence_for
+from boxmaker.memoryd.check import (
+    CONTENT_RULES,
+    PROTOCOL_RULES,
+    RULES,
+    CheckRefusal,
+    check_text,
+    sentence_for,
+)
 from boxmaker.memoryd.phrases import fold
 from boxmaker.proto.unicode_tables import is_invisible, is_noncharacter
 from conftest import shared_data
@@ -555,3 +562,67 @@ def test_markdown_underscores_and_more_lookalikes_do_not_hide_a_phrase(text: str
 )
 def test_underscores_in_ordinary_names_stay_accepted(text: str) -> None:
     assert check_text(text) is None
+
+
+# Rule 11, secret (DESIGN 11; seed 003 section 18) ---------------------------------------------------
+
+SECRETS = [
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA",
+    "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+    "aws AKIAIOSFODNN7EXAMPLE",
+    "temporary ASIAY34FZKBOKMUTVV7A",
+    "ghp_" + "a1B2c3D4e5" * 4,
+    "gho_" + "Z9" * 18,
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "sk-ant-api03-abcdefghij1234567890KLMN",
+    "OPENAI_API=sk-proj-abcDEF1234567890abcdefgh",
+    "sk_live_abcdefghij0123456789ab",
+    "slack xoxb-1234567890-abcdefABCDEF",
+    "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"[:35],
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "Authorization: Bearer abcdef0123456789abcdef",
+    "password=hunter2hunter2",
+    "DB_PASSWORD=s3cr3t-v4lue",
+    '{"api_key": "abcd1234efgh"}',
+    "client_secret: 9f8e7d6c5b4a3210",
+]
+
+LOOK_ALIKES = [
+    "Rotate the AWS key every 90 days; AKIA ids are long-term keys.",
+    "GitHub tokens start with ghp_ and must stay out of notes.",
+    "Bearer tokens expire after an hour.",
+    "password: see the vault entry",
+    "api_key: ${API_KEY}",
+    "password = <your password>",
+    "password: ********",
+    "Use sk-learn (scikit-learn) for the model.",
+    "The disk-0123456789abcdefghij is sdb.",
+    "The JWT header starts with eyJ.",
+    "-----BEGIN PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----",
+    "Passwords are rotated monthly; the secret is: stay calm.",
+    "The max_tokens=4096 setting is fine.",
+]
+
+
+@pytest.mark.parametrize("text", SECRETS)
+def test_a_credential_is_refused_by_rule_secret(text: str) -> None:
+    refusal = check_text(text)
+    assert refusal is not None
+    assert (refusal.rule, refusal.code) == ("secret", "refused:secret")
+    assert "credentials are never stored in memory" in refusal.sentence
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_a_mention_of_a_credential_is_accepted(text: str) -> None:
+    assert check_text(text) is None
+
+
+def test_secret_runs_after_the_ten_rules() -> None:
+    assert (*CONTENT_RULES, "secret") == RULES
+    assert PROTOCOL_RULES == ("secret",)
+    assert sentence_for("secret").startswith("refused (secret): ")
+    for rule in CONTENT_RULES:
+        assert rule_of(f"{SNIPPETS[rule]}\naws AKIAIOSFODNN7EXAMPLE") == rule
+    assert rule_of("aws AKIAIOSFODNN7EXAMPLE") == "secret"

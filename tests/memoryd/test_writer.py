@@ -118,7 +118,8 @@ def test_tainted_add_becomes_untrusted_note(memory: Memory) -> None:
         ("noted", "chat-tainted", Label(DataClass.PRIVATE, True), "example.org says the release moved.")
     ]
     assert memory.read("notes.md").startswith(
-        "§ noted 2026-09-24T21:02Z in session chat-tainted · private · untrusted\n"
+        "§ noted 2026-09-24T21:02Z in session chat-tainted · private · untrusted"
+        " · mem-2026-09-24-001 · knowledge\n"
     )
     assert memory.indexed == notes
     [line] = memory.journal()

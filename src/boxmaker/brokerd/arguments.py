@@ -16,6 +16,11 @@ Pure: no I/O. memoryd checks the content rules of `memory` again when it applies
   ``http_fetch``: ``{"url": str}`` (http or https, with a host); ``read_file``: ``{"path": str}``
   (absolute).
 
+``note`` and ``add`` also take the protocol's optional capture fields (`CAPTURE_KEYS`: kind, subject,
+confidence, scope, corroborating_refs, inspired_by; issue 6), and the protocol's ``forget`` (items,
+sessions, text), ``index`` and ``topic`` (topic) are let through by their keys: memoryd checks every
+value and answers with the refusal sentence the model reads.
+
 A tool not listed here is not checked (no runtime here runs it).
 """
 
@@ -68,19 +73,36 @@ def check_recall(arguments: dict[str, Any]) -> str | None:
     return None
 
 
+#: The protocol's optional fields of a capture (`note`, `add`); memoryd checks their values.
+CAPTURE_KEYS = ("kind", "subject", "confidence", "scope", "corroborating_refs", "inspired_by")
+#: The protocol's read and withdrawal actions (issue 6) and their optional keys; memoryd checks them.
+_PROTOCOL_KEYS: dict[str, tuple[str, ...]] = {
+    "forget": ("items", "sessions", "reason"),
+    "index": (),
+    "topic": ("topic",),
+}
+
+
 def check_memory(arguments: dict[str, Any]) -> str | None:
-    """``memory``: the five actions of M5a section 5, each with exactly its keys; and ``tiers`` (M5d
-    4.4, our addition: the tiering listing as a labelled tool result), with optional `untrusted`."""
+    """``memory``: the five actions of M5a section 5, each with exactly its keys (`note` and `add`
+    with the optional `CAPTURE_KEYS`); ``tiers`` (M5d 4.4, our addition: the tiering listing as a
+    labelled tool result), with optional `untrusted`; and the protocol's forget, index, topic."""
     action = arguments.get("action")
     if action == "tiers":
         problem = _keys(arguments, ("action",), ("untrusted",))
         if problem is None and not isinstance(arguments.get("untrusted", False), bool):
             problem = "the argument `untrusted` must be true or false"
         return problem
+    if isinstance(action, str) and action in _PROTOCOL_KEYS:
+        return _keys(arguments, ("action",), _PROTOCOL_KEYS[action])
     if action not in _ACTION_KEYS:
-        return "the argument `action` must be one of add, replace, remove, note, consolidate, tiers"
+        return (
+            "the argument `action` must be one of add, replace, remove, note, consolidate, tiers, "
+            "forget, index, topic"
+        )
     assert isinstance(action, str)
-    problem = _keys(arguments, ("action", *_ACTION_KEYS[action]))
+    optional = CAPTURE_KEYS if action in ("note", "add") else ()
+    problem = _keys(arguments, ("action", *_ACTION_KEYS[action]), optional)
     if problem:
         return problem
     if "file" in arguments and arguments["file"] not in ("memory", "user"):

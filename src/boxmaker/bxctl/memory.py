@@ -240,18 +240,124 @@ def memory_add(state: State, file: str, text: str, memory_socket: Path | None) -
     client.emit(client.admin(_socket(state, memory_socket), "add", "", args), False)
 
 
+_KINDS = click.Choice(["state", "knowledge"])
+_STATUSES = ("active", "superseded", "pending-cleanup", "stale")
+_CONFIDENCES = click.Choice(["confirmed", "observed-once", "inferred", "unknown"])
+
+
 @memory.command(name="note")
 @click.argument("text")
+@click.option("--kind", type=_KINDS, help="state (a current value) or knowledge (the default).")
+@click.option("--subject", help="What a state note is the current value of, e.g. host:public-ip.")
+@click.option("--confidence", type=_CONFIDENCES, help="epistemic-status-v1.")
+@click.option("--scope", help="Where the note applies, e.g. environment.")
 @memory_socket_option
 @pass_state
-def memory_note(state: State, text: str, memory_socket: Path | None) -> None:
-    """Append TEXT to notes.md as your own note ("-" reads standard input).
+def memory_note(
+    state: State,
+    *,
+    text: str,
+    kind: str | None,
+    subject: str | None,
+    confidence: str | None,
+    scope: str | None,
+    memory_socket: Path | None,
+) -> None:
+    """Append TEXT to notes.md as your own note ("-" reads standard input); it becomes an item.
+
+    A state note needs --subject; two state items of one subject are linked by supersede.
 
     \b
     Example:
         bxctl memory note "The staging server moved to rack 4."
+        bxctl memory note --kind state --subject host:staging "Staging is 10.0.0.7."
     """
-    client.emit(client.admin(_socket(state, memory_socket), "note", _text(text)), False)
+    args = {"kind": kind, "subject": subject, "confidence": confidence, "scope": scope}
+    fields = {k: v for k, v in args.items() if v is not None}
+    client.emit(client.admin(_socket(state, memory_socket), "note", _text(text), fields), False)
+
+
+@memory.command(name="items")
+@click.option("--all", "show_all", is_flag=True, help="Include erased items (no text).")
+@click.option("--kind", type=_KINDS, help="Only this kind.")
+@click.option("--status", type=click.Choice(list(_STATUSES)), help="Only this status.")
+@click.option("--subject", help="Only this subject (exactly).")
+@memory_socket_option
+@json_option
+@pass_state
+def memory_items(
+    state: State,
+    *,
+    show_all: bool,
+    kind: str | None,
+    status: str | None,
+    subject: str | None,
+    memory_socket: Path | None,
+    as_json: bool,
+) -> None:
+    """List the memory items: id, date, kind, status, subject, label, Source and text.
+
+    A superseded item shows the item that replaced it (superseded -> mem-...).
+
+    \b
+    Example:
+        bxctl memory items --kind state
+        bxctl memory items --subject host:staging --json
+    """
+    args: dict[str, Any] = {"all": show_all}
+    chosen = {"kind": kind, "status": status, "subject": subject}
+    args.update({k: v for k, v in chosen.items() if v is not None})
+    client.emit(client.admin(_socket(state, memory_socket), "items", "", args), as_json)
+
+
+@memory.command(name="item")
+@click.argument("item_id")
+@memory_socket_option
+@json_option
+@pass_state
+def memory_item(state: State, item_id: str, memory_socket: Path | None, as_json: bool) -> None:
+    """Show one item with every field: id, kind, subject, Scope, Status, Source, Confidence, label.
+
+    \b
+    Example:
+        bxctl memory item mem-2026-11-29-001
+    """
+    client.emit(client.admin(_socket(state, memory_socket), "item", item_id), as_json)
+
+
+@memory.command(name="supersede")
+@click.argument("old")
+@click.argument("new")
+@memory_socket_option
+@pass_state
+def memory_supersede(state: State, old: str, new: str, memory_socket: Path | None) -> None:
+    """Mark state item OLD as superseded by NEW (same subject, both active, NEW captured later).
+
+    OLD stays as history and points to NEW.
+
+    \b
+    Example:
+        bxctl memory supersede mem-2026-11-29-001 mem-2026-12-02-003
+    """
+    args = {"old": old, "new": new}
+    client.emit(client.admin(_socket(state, memory_socket), "supersede", "", args), False)
+
+
+@memory.command(name="status")
+@click.argument("item_id")
+@click.argument("status", type=click.Choice(["active", "stale", "pending-cleanup"]))
+@memory_socket_option
+@json_option
+@pass_state
+def memory_status(state: State, item_id: str, status: str, memory_socket: Path | None, as_json: bool) -> None:
+    """Set ITEM_ID's status: stale (no longer applies), pending-cleanup, or back to active.
+
+    \b
+    Example:
+        bxctl memory status mem-2026-11-29-001 stale
+    """
+    reply = client.admin(_socket(state, memory_socket), "item-status", item_id, {"status": status})
+    client.emit(reply, as_json)
 
 
 @memory.command(name="tiers")

@@ -16,6 +16,11 @@
 | withdraw | args: {"items", "archives", "sessions", "reason", "supersedes"} | a withdrawal; its receipt |
 | reinstate | arg: withdrawal id; args: {"reason"} | reinstates it (same scope, superseding it) |
 | controls | | every withdrawal control with its state (in-force, reinstated, superseded, conflicting) |
+| note | args: {"kind", "subject", "confidence", "scope"} | the optional capture fields of a note |
+| items | args: {"all", "kind", "status", "subject"} | the item store (erased items only with all) |
+| item | arg: item id | one item, every seed 003 section 9 field |
+| supersede | args: {"old", "new"} | `itemops.supersede` as the owner |
+| item-status | arg: item id; args: {"status"} | `itemops.set_status` as the owner |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -30,10 +35,13 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from boxmaker.memoryd import review, sentences
+import msgspec
+
+from boxmaker.memoryd import arguments, itemops, review, sentences
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.controls import Scope
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
+from boxmaker.memoryd.items import CONFIDENCE_SCHEME, KINDS, STATUSES, Item, is_item_id
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
 from boxmaker.memoryd.writer import OWNER, Answer
@@ -49,7 +57,9 @@ Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
 
 
 #: The commands that take no `arg`.
-NO_ARG = frozenset({"status", "pending", "files", "show", "add", "tiers", "withdraw", "controls"})
+NO_ARG = frozenset(
+    {"status", "pending", "files", "show", "add", "tiers", "withdraw", "controls", "items", "supersede"}
+)
 #: The keys of `args` each command takes (any other key is refused, naming it).
 ARGS: dict[str, frozenset[str]] = {
     "search": frozenset({"k"}),
@@ -57,7 +67,12 @@ ARGS: dict[str, frozenset[str]] = {
     "tiers": frozenset({"untrusted"}),
     "withdraw": frozenset({"items", "archives", "sessions", "reason", "supersedes"}),
     "reinstate": frozenset({"reason"}),
+    # The item store (issue 6: capture, supersede, status).
+    "note": frozenset({"kind", "subject", "confidence", "scope"}),
+    "items": frozenset({"all", "kind", "status", "subject"}),
+    "supersede": frozenset({"old", "new"}),
 }
+ARGS["item-status"] = frozenset({"status"})
 
 
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
@@ -272,7 +287,122 @@ def _add(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 def _note(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
-    return _answer(memory.write(lambda: memory.writer.note(OWNER, request.arg, "note")))
+    fields = {k: v for k, v in request.args.items() if v is not None}
+    action = arguments.parse_memory({"action": "note", "text": request.arg, **fields})
+    if isinstance(action, Refusal):
+        return MemoryAdminReply(action.sentence, {"code": action.code, "edit": None})
+    return _answer(memory.write(lambda: memory.writer.memory(OWNER, action)))
+
+
+# The item store (issue 6; seed 003 sections 9 and 14.2) ----------------------------------------
+
+
+def _items(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """The items, erased ones only with ``all``; filtered by kind, status and subject (exact)."""
+    wanted = {key: request.args.get(key) for key in ("kind", "status", "subject")}
+    show_all = request.args.get("all", False)
+    strings = all(v is None or isinstance(v, str) for v in wanted.values())
+    if not isinstance(show_all, bool) or not strings:
+        raise InvalidBody("memory_admin", "items takes args all (a boolean), kind, status, subject (strings)")
+    if wanted["kind"] not in (None, *KINDS):
+        raise InvalidBody("memory_admin", f"kind is state or knowledge, not {wanted['kind']!r}")
+    if wanted["status"] not in (None, *STATUSES):
+        raise InvalidBody("memory_admin", f"status is one of {', '.join(STATUSES)}, not {wanted['status']!r}")
+    try:
+        found = list(memory.writer.items.items().values())
+    except OSError as exc:
+        return MemoryAdminReply(f"{exc}; nothing to list", {"code": "refused:unavailable"})
+    shown = [
+        item
+        for item in found
+        if (show_all or not item.erased)
+        and all(v is None or getattr(item, k) == v for k, v in wanted.items())
+    ]
+    data = [_item_data(item) for item in shown]
+    if not shown:
+        return MemoryAdminReply("(no items)", data)
+    return MemoryAdminReply("\n".join(_item_row(item) for item in shown), data)
+
+
+def _item_row(item: Item) -> str:
+    status = f"superseded → {item.superseded_by}" if item.superseded_by else item.status
+    if item.erased:
+        status = "erased"
+    label = item.label.data_class.value + (" · untrusted" if item.label.untrusted else "")
+    text = escape_line(item.text)
+    snippet = text if len(text) <= 60 else text[:59] + "…"
+    fields = [item.id, item.date, item.kind, status, escape_line(item.subject or "-"), label, item.source]
+    return "  ".join(fields) + "  " + snippet
+
+
+def _item_data(item: Item) -> dict[str, Any]:
+    data: dict[str, Any] = msgspec.to_builtins(item)
+    return data
+
+
+def _item(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """One item in seed 003 section 9's structured form."""
+    _item_id(request.arg)
+    try:
+        item = memory.writer.items.get(request.arg)
+    except OSError as exc:
+        return MemoryAdminReply(f"{exc}; nothing to show", {"code": "refused:unavailable"})
+    if item is None:
+        refusal = sentences.item_not_found(request.arg)
+        return MemoryAdminReply(refusal.sentence, {"code": refusal.code})
+    return MemoryAdminReply(_structured(item), _item_data(item))
+
+
+def _structured(item: Item) -> str:
+    """Seed 003 section 9's canonical structured form, escaped, with the label and the capture."""
+    lines = [f"- [{item.date}] ({item.kind}) {escape_line(item.text) if not item.erased else '(erased)'}"]
+    fields: list[tuple[str, str | None]] = [
+        ("id", item.id),
+        ("kind", item.kind),
+        ("subject", item.subject),
+        ("Scope", item.scope),
+        ("Status", "erased" if item.erased else item.status),
+        ("superseded_by", item.superseded_by),
+        ("inspired_by", item.inspired_by),
+    ]
+    lines += [f"  - {key}: {escape_line(value)}" for key, value in fields if value is not None]
+    if item.corroborating_refs:
+        lines.append("  - corroborating_refs:")
+        lines += [f"    - {escape_line(ref)}" for ref in item.corroborating_refs]
+    lines.append(f"  - Source: {escape_line(item.source)}")
+    if item.confidence is not None:
+        lines.append(f"  - Confidence-Scheme: {item.confidence_scheme or CONFIDENCE_SCHEME}")
+        lines.append(f"  - Confidence: {item.confidence}")
+    label = item.label.data_class.value + (" · untrusted" if item.label.untrusted else "")
+    lines.append(f"  - label: {label}")
+    who, anchor = escape_line(item.session), escape_line(item.captured_from)
+    lines.append(f"  - captured: {item.time} by {who} from {anchor}")
+    if item.note:
+        lines.append(f"  - note: {item.note}")
+    return "\n".join(lines)
+
+
+def _item_id(value: str) -> None:
+    if not is_item_id(value):
+        raise InvalidBody("memory_admin", f"{value[:40]!r} is not an item id (mem-YYYY-MM-DD-NNN)")
+
+
+def _supersede(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    old, new = request.args.get("old"), request.args.get("new")
+    if not isinstance(old, str) or not isinstance(new, str):
+        raise InvalidBody("memory_admin", 'supersede takes args {"old": item id, "new": item id}')
+    _item_id(old)
+    _item_id(new)
+    return _answer(memory.write(lambda: itemops.supersede(memory.writer, old, new, OWNER)))
+
+
+def _item_status(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """``item-status ID`` with args {"status"}: `itemops.set_status` as the owner."""
+    status = request.args.get("status")
+    if not isinstance(status, str):
+        raise InvalidBody("memory_admin", 'item-status takes an item id and args {"status": string}')
+    _item_id(request.arg)
+    return _answer(memory.write(lambda: itemops.set_status(memory.writer, request.arg, status, OWNER)))
 
 
 def _tiers(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
@@ -347,4 +477,8 @@ COMMANDS: dict[str, Command] = {
     "withdraw": _withdraw,
     "reinstate": _reinstate,
     "controls": _controls,
+    "items": _items,
+    "item": _item,
+    "supersede": _supersede,
+    "item-status": _item_status,
 }

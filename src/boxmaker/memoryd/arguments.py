@@ -3,10 +3,19 @@
 `parse_memory` and `parse_recall` turn the model's JSON object into a typed action or a `Refusal`
 (``refused:arguments``) whose sentence names the field. Lengths that have their own rule (a recall
 query of 1 to 500 characters, ``refused:length``) are checked by the caller.
+
+`note` and `add` also take the protocol's capture fields (seed 003 sections 4, 9 and 12; DESIGN 8):
+``kind`` (``state`` or ``knowledge``, default knowledge), ``subject`` (required for state; 1-120
+characters), ``confidence`` (``epistemic-status-v1``), ``scope`` (1-120 characters),
+``corroborating_refs`` (at most 10 strings of 1-200 characters) and ``inspired_by`` (1-200 characters).
+A subject, scope, reference or inspired_by holds no newline, no control character and no `` · ``
+(the notes.md header's field separator); `capture_fields` refuses them naming the field, and a state
+item without a subject with ``refused:subject``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
@@ -16,17 +25,27 @@ from boxmaker.memoryd.edits import Item
 from boxmaker.memoryd.sentences import Refusal
 
 FileKey: TypeAlias = Literal["memory", "user"]
+KindKey: TypeAlias = Literal["state", "knowledge"]
+ConfidenceKey: TypeAlias = Literal["confirmed", "observed-once", "inferred", "unknown"]
+_Short = Annotated[str, msgspec.Meta(min_length=1, max_length=120)]
+_Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
 class _Action(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="action"):
     """Common base of the five actions, tagged by `action`."""
 
 
-class Add(_Action, frozen=True, tag="add"):
-    """``{"action": "add", "file", "text"}``."""
+class Add(_Action, frozen=True, tag="add", omit_defaults=True):
+    """``{"action": "add", "file", "text"}`` and the optional capture fields (module docstring)."""
 
     file: FileKey
     text: str
+    kind: KindKey | None = None
+    subject: _Short | None = None
+    confidence: ConfidenceKey | None = None
+    scope: _Short | None = None
+    corroborating_refs: Annotated[list[_Ref], msgspec.Meta(max_length=10)] | None = None
+    inspired_by: _Ref | None = None
 
 
 class Replace(_Action, frozen=True, tag="replace"):
@@ -44,10 +63,16 @@ class Remove(_Action, frozen=True, tag="remove"):
     old: str
 
 
-class Note(_Action, frozen=True, tag="note"):
-    """``{"action": "note", "text"}``."""
+class Note(_Action, frozen=True, tag="note", omit_defaults=True):
+    """``{"action": "note", "text"}`` and the optional capture fields (module docstring)."""
 
     text: str
+    kind: KindKey | None = None
+    subject: _Short | None = None
+    confidence: ConfidenceKey | None = None
+    scope: _Short | None = None
+    corroborating_refs: Annotated[list[_Ref], msgspec.Meta(max_length=10)] | None = None
+    inspired_by: _Ref | None = None
 
 
 class RawItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -115,11 +140,72 @@ def _convert(value: dict[str, Any], kind: Any) -> Any:
 
 
 def parse_memory(arguments: dict[str, Any]) -> MemoryAction | Refusal:
-    """The `memory` tool's arguments as one of the five actions, or ``refused:arguments``."""
+    """The `memory` tool's arguments as one of the five actions, or ``refused:arguments`` (and
+    ``refused:subject`` for a state item without a subject: `capture_fields`)."""
     if "action" not in arguments:
         return sentences.arguments("missing required field `action`")
     result: MemoryAction | Refusal = _convert(arguments, MemoryAction)
+    if isinstance(result, (Note, Add)):
+        fields = capture_fields(result)
+        if isinstance(fields, Refusal):
+            return fields
     return result
+
+
+class CaptureFields(msgspec.Struct, frozen=True, kw_only=True):
+    """The protocol's fields of one capture, checked (seed 003 section 9).
+
+    Attributes:
+        kind: ``state`` or ``knowledge`` (knowledge when the call gave none: when in doubt, knowledge).
+        subject: set for every state item; scope, confidence, inspired_by: None when not given.
+        corroborating_refs: at most 10, each 1-200 characters.
+    """
+
+    kind: str = "knowledge"
+    subject: str | None = None
+    confidence: str | None = None
+    scope: str | None = None
+    corroborating_refs: tuple[str, ...] = ()
+    inspired_by: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields a call set (for the journal line of an identity add), kind always."""
+        found: dict[str, Any] = {"kind": self.kind}
+        for key in ("subject", "confidence", "scope", "inspired_by"):
+            if getattr(self, key) is not None:
+                found[key] = getattr(self, key)
+        if self.corroborating_refs:
+            found["corroborating_refs"] = list(self.corroborating_refs)
+        return found
+
+
+#: What a header field may not hold: a line break or other control character, or the separator.
+_FIELD_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]| \u00b7 ")
+
+
+def capture_fields(action: Note | Add) -> CaptureFields | Refusal:
+    """The checked capture fields of a `note` or `add` (``refused:arguments`` naming a field that
+    holds a newline, a control character or `` · ``; ``refused:subject`` for state without one)."""
+    for key in ("subject", "scope", "inspired_by"):
+        value = getattr(action, key)
+        if value is not None and _FIELD_BAD.search(value):
+            return sentences.arguments(f"`{key}` must be one line without control characters or ' \u00b7 '")
+    for ref in action.corroborating_refs or ():
+        if _FIELD_BAD.search(ref):
+            return sentences.arguments(
+                "`corroborating_refs` items must be one line without control characters or ' \u00b7 '"
+            )
+    kind = action.kind or "knowledge"
+    if kind == "state" and action.subject is None:
+        return sentences.STATE_WITHOUT_SUBJECT
+    return CaptureFields(
+        kind=kind,
+        subject=action.subject,
+        confidence=action.confidence,
+        scope=action.scope,
+        corroborating_refs=tuple(action.corroborating_refs or ()),
+        inspired_by=action.inspired_by,
+    )
 
 
 def parse_recall(arguments: dict[str, Any]) -> RecallArgs | Refusal:

@@ -25,7 +25,21 @@ NFC-normalised; the first failing rule wins and names the ``refused:<rule>`` cod
    case, optional colon). ``User:`` is allowed;
 9. ``phrase``: the fixed injection phrases of ``memoryd.phrases`` (its docstring gives the fold);
 10. ``mixed-script``: a word (a maximal run of letters and combining marks) holding both a Latin
-    and a Cyrillic letter, the script read from the letter's Unicode name.
+    and a Cyrillic letter, the script read from the letter's Unicode name;
+11. ``secret`` (DESIGN 11; seed 003 section 18, "never store credentials or tokens"): a credential's
+    shape: a PEM private key block (``-----BEGIN ... PRIVATE KEY-----``), an AWS access key id
+    (``AKIA``/``ASIA`` and 16 upper-case letters or digits), a GitHub token (``ghp_``, ``gho_``,
+    ``ghu_``, ``ghs_``, ``ghr_`` and 30 or more characters, ``github_pat_``), an ``sk-``/``sk-ant-``
+    style key (20 or more key characters with a digit among them) or a Stripe ``sk_live_``/``sk_test_``
+    key, a Slack ``xox[abpr]-`` token, a Google ``AIza`` key (35 more characters), a JWT (three
+    base64url parts, the first starting ``eyJ``), ``Bearer`` and a token of 20 or more characters with
+    a digit, and an assignment (``password=``, ``api_key:``, ``"client_secret": "..."`` and the like)
+    whose value is 8 or more characters that are not a placeholder (``$VAR``, ``<...>``, ``{...}``,
+    ``%s``, one character repeated). Mentions stay accepted: "rotate the AWS key", "ghp_ tokens",
+    "password: see the vault", "Bearer tokens expire".
+
+Rule 11 is not one of the ten of ``../shared/data/bad-inputs-dev.json`` (`CONTENT_RULES`); it is the
+protocol's (`PROTOCOL_RULES`) and runs after them (`RULES` is the whole order).
 
 Pure: no I/O; the tables are built once, when the module is imported. The argument and edit rules
 (``length``, ``empty``, ``limit``) belong to the edit code, which applies them first.
@@ -52,7 +66,7 @@ from boxmaker.proto.unicode_tables import (
     ranges_of,
 )
 
-__all__ = ["CONTENT_RULES", "CheckRefusal", "check_text", "sentence_for"]
+__all__ = ["CONTENT_RULES", "PROTOCOL_RULES", "RULES", "CheckRefusal", "check_text", "sentence_for"]
 
 CONTENT_RULES: Final[tuple[str, ...]] = (
     "surrogate",
@@ -66,6 +80,10 @@ CONTENT_RULES: Final[tuple[str, ...]] = (
     "phrase",
     "mixed-script",
 )
+#: Rules the protocol adds after the ten (seed 003 section 18).
+PROTOCOL_RULES: Final[tuple[str, ...]] = ("secret",)
+#: Every content rule, in the order they are applied.
+RULES: Final[tuple[str, ...]] = CONTENT_RULES + PROTOCOL_RULES
 
 _SENTENCES: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -88,6 +106,8 @@ _SENTENCES: Final[Mapping[str, str]] = MappingProxyType(
         "phrase": "refused (phrase): the text contains a known prompt-injection phrase; nothing was written",
         "mixed-script": "refused (mixed-script): a word mixes Latin and Cyrillic letters; "
         "nothing was written",
+        "secret": "refused (secret): the text looks like a credential (a private key, an API key, "
+        "a token or a password); credentials are never stored in memory; nothing was written",
     }
 )
 
@@ -111,10 +131,10 @@ def sentence_for(rule: str) -> str:
 
 
 def check_text(text: str) -> CheckRefusal | None:
-    """Apply rules 1-10 to text the caller has already NFC-normalised; first failing rule wins.
+    """Apply rules 1-11 to text the caller has already NFC-normalised; first failing rule wins.
 
     Returns None when the text is accepted, else the ``CheckRefusal`` of the first rule (in
-    ``CONTENT_RULES`` order, not text position) that it fails. DESIGN 10.6 rules 1 to 10; M5a
+    ``RULES`` order, not text position) that it fails. DESIGN 10.6 rules 1 to 10 and 11; M5a
     section 5, "The check". Never raises for any ``str``, lone surrogates included (rule 1 refuses
     them before any normalisation runs).
     """
@@ -233,7 +253,41 @@ def _first_failing_rule(text: str) -> str | None:
         return "phrase"
     if not ascii_only and _has_mixed_script_word(text, astral):
         return "mixed-script"
+    if has_secret(text):
+        return "secret"
     return None
+
+
+# Rule 11: each alternative is anchored on a fixed prefix, and every repetition is of a class the
+# next part cannot match, so matching stays linear in the text's length.
+_KEY_CHARS: Final = r"[A-Za-z0-9_\-]"
+_SECRET_SHAPES: Final = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
+    r"|\bgithub_pat_[A-Za-z0-9_]{22,}"
+    rf"|\bsk-(?:ant-)?(?=[A-Za-z_\-]*[0-9]){_KEY_CHARS}{{20,}}"
+    r"|\bsk_(?:live|test)_[A-Za-z0-9]{20,}"
+    r"|\bxox[abpr]-[A-Za-z0-9\-]{10,}"
+    r"|\bAIza[0-9A-Za-z_\-]{35}"
+    r"|\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{16,}"
+    r"|\b(?:[Bb]earer|BEARER)[ \t]+(?=[A-Za-z._~+/=\-]*[0-9])[A-Za-z0-9._~+/=\-]{20,}"
+)
+_ASSIGNMENT: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd|secret|api[_\-]?key|apikey|api[_\-]?secret"
+    r"|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
+    r"|client[_\-]?secret|private[_\-]?key)"
+    r"[\"']?[ \t]*[:=][ \t]*[\"']?([^\s\"'`,;]{8,})",
+    re.IGNORECASE,
+)
+_PLACEHOLDER: Final = re.compile(r"^(?:[$<{%\[(*]|redacted|(.)\1*$)", re.IGNORECASE)
+
+
+def has_secret(text: str) -> bool:
+    """True when `text` holds a credential's shape (rule 11, ``secret``; module docstring)."""
+    if _SECRET_SHAPES.search(text) is not None:
+        return True
+    return any(_PLACEHOLDER.match(match.group(1)) is None for match in _ASSIGNMENT.finditer(text))
 
 
 def _has_mixed_script_word(text: str, astral: bool) -> bool:

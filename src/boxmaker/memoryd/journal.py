@@ -48,17 +48,32 @@ class Rewrite:
     after: str
 
 
+@dataclass(frozen=True, slots=True)
+class Reserved:
+    """An edit id and its moment, taken before the commit (`Journal.reserve`) so that the lines a
+    change appends can name the edit that appends them (an item's ``owner:<edit id>`` Source)."""
+
+    id: str
+    moment: dt.datetime
+
+    @property
+    def time(self) -> str:
+        """The journal line's time, ``YYYY-MM-DDTHH:MM:SSZ``."""
+        return _stamp(self.moment)
+
+
 @dataclass(slots=True)
 class Change:
     """What one commit does: the journal line's fields, and the files it touches.
 
-    `entry` holds the journal fields other than `id` and `time` (which the commit assigns);
-    `appends` and `rewrite` are the other files' changes.
+    `entry` holds the journal fields other than `id` and `time` (which the commit assigns, or
+    takes from `reserved`); `appends` and `rewrite` are the other files' changes.
     """
 
     entry: dict[str, Any]
     appends: list[Append] = field(default_factory=list)
     rewrite: Rewrite | None = None
+    reserved: Reserved | None = None
 
 
 class Journal:
@@ -95,14 +110,21 @@ class Journal:
         self._last_id = (day, n)
         return edit_id(day, n)
 
+    def reserve(self) -> Reserved:
+        """Allocate the id and moment of the next commit (pass it as `Change.reserved`; the caller
+        holds the write lock from here to the commit)."""
+        moment = self.now()
+        return Reserved(self.next_id(moment.date()), moment)
+
     def commit(self, change: Change) -> dict[str, Any]:
         """Apply `change` durably and return its journal line (with `id` and `time`).
 
         Raises:
             OSError: when a write fails; the intent then completes the change at the next start.
         """
-        moment = self.now()
-        line = {"id": self.next_id(moment.date()), "time": _stamp(moment), **change.entry}
+        reserved = change.reserved or self.reserve()
+        moment = reserved.moment
+        line = {"id": reserved.id, "time": reserved.time, **change.entry}
         journal = Append(f"edits/{moment:%Y-%m}.jsonl", encode_line(line) + b"\n")
         steps = [journal, *change.appends]
         for step in steps:

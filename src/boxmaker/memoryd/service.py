@@ -102,7 +102,9 @@ class Memoryd:
             config.max_class,
             self.controls.exclusion,
         )
-        self.writer = Writer(self.store, self.journal, now, config.review, self.index.add_notes)
+        self.writer = Writer(
+            self.store, self.journal, now, config.review, self.index.add_notes, sessions=layout.sessions
+        )
         self.recaller = Recaller(
             self.index, layout.memory / "recalls", now, exclusion=self.controls.exclusion
         )

@@ -8,6 +8,12 @@
   identity actions are refused with ``refused:tainted``.
 - `accept`, `undo` and the owner's own writes pass the same rules (the limit on every path:
   letta #3241). Every applied change is journalled (`journal.Journal.commit`).
+- Every note (the model's `note`, a tainted `add`, the owner's `bxctl memory note`) is a capture
+  (seed 003 sections 9 and 12): the same commit appends its header ``… · <mem-id> · <kind>`` and text
+  to notes.md and a capture event to ``items.jsonl`` (the journal line carries it under ``events``),
+  with the id from `items.ItemStore.next_id` and the Source memoryd sets itself (`source`). Moved and
+  dropped notes (consolidate) are not captures. A trusted `add` applied to memory.md or user.md
+  records the capture fields it was given in its journal line only (``capture``).
 
 All writes are serialised by one lock; each re-reads the file it changes inside the lock, so an
 edit decided against an old view fails instead of clobbering a newer entry (hermes #26045).
@@ -24,10 +30,21 @@ from typing import Any
 
 import msgspec
 
-from boxmaker.memoryd import review, sentences
-from boxmaker.memoryd.arguments import Add, Consolidate, MemoryAction, Note, Remove, Replace, items
+from boxmaker.memoryd import review, sentences, source
+from boxmaker.memoryd.arguments import (
+    Add,
+    CaptureFields,
+    Consolidate,
+    MemoryAction,
+    Note,
+    Remove,
+    Replace,
+    capture_fields,
+    items,
+)
 from boxmaker.memoryd.edits import Outcome, add, consolidate, remove, replace, vet_note
 from boxmaker.memoryd.entries import BY_NAME, IDENTITY_FILES, FileSpec, file_content, text_length
+from boxmaker.memoryd.items import ITEMS_FILE, ItemStore, capture_event
 from boxmaker.memoryd.journal import Append, Change, Journal, Rewrite, encode_line
 from boxmaker.memoryd.notes import Note as NoteEntry
 from boxmaker.memoryd.notes import header_time, render, render_header
@@ -83,6 +100,8 @@ class Writer:
         now: the clock (aware UTC datetimes).
         review: stage identity writes from sessions for the owner instead of applying them.
         on_notes: called with the notes appended and the exact bytes appended (the index adds them).
+        sessions: the home's ``sessions/`` folder, where a capture's Source is looked up (None: the
+            Source names the session and call only).
     """
 
     def __init__(
@@ -92,12 +111,16 @@ class Writer:
         now: Callable[[], dt.datetime],
         review: bool,
         on_notes: Callable[[Sequence[NoteEntry], bytes], None],
+        *,
+        sessions: Path | None = None,
     ) -> None:
         self.store = store
         self.journal = journal
         self.now = now
         self.review = review
         self.on_notes = on_notes
+        self.sessions = sessions
+        self.items = ItemStore(store.dir)
         self.lock = threading.Lock()
         self._notes = 0
         self._notes_seen: tuple[int, int] | None = None
@@ -123,12 +146,15 @@ class Writer:
 
     def memory(self, caller: Caller, action: MemoryAction) -> Answer:
         """Route and apply one `memory` call by the caller's label (M5a section 5)."""
+        fields = capture_fields(action) if isinstance(action, (Note, Add)) else None
+        if isinstance(fields, Refusal):
+            return Answer.refused(fields)
         if isinstance(action, Note):
-            return self.note(caller, action.text, "note")
+            return self.note(caller, action.text, "note", fields=fields)
         spec = IDENTITY_FILES[action.file]
         if caller.label.untrusted:
             if isinstance(action, Add):
-                return self.note(caller, action.text, "add", spec.name)
+                return self.note(caller, action.text, "add", spec.name, fields=fields)
             return Answer.refused(sentences.tainted(spec.name))
         with self.lock:
             current = self.store.read_identity(spec)
@@ -137,24 +163,55 @@ class Writer:
                 return Answer.refused(outcome)
             if self.review and not caller.owner:
                 return self._stage(caller, action, spec)
-            edit = self._commit(caller, _action_name(action), current, outcome, {})
+            edit = self._commit(caller, _action_name(action), current, outcome, _given(action, fields))
         return Answer(sentences.updated(spec.name, text_length(outcome.entries), spec.limit), "ok", edit)
 
-    def note(self, caller: Caller, raw: str, action: str, file: str = "notes.md") -> Answer:
-        """Append a note labelled by the caller; `action` is "note", or "add" (with the identity
-        `file` it was meant for) for an add from a tainted session."""
+    def note(
+        self,
+        caller: Caller,
+        raw: str,
+        action: str,
+        file: str = "notes.md",
+        *,
+        fields: CaptureFields | None = None,
+    ) -> Answer:
+        """Append a note labelled by the caller and capture it as an item (module docstring);
+        `action` is "note", or "add" (with the identity `file` it was meant for) for an add from a
+        tainted session; `fields` are its checked capture fields (None: knowledge, nothing else)."""
         vetted = vet_note(raw)
         if isinstance(vetted, Refusal):
             return Answer.refused(vetted)
+        fields = fields or CaptureFields()
+        anchor = None if caller.owner else source.session_source(self.sessions, caller.session, caller.call)
         with self.lock:
+            reserved = self.journal.reserve()
+            ident = self.items.next_id(reserved.moment.astimezone(dt.UTC).date())
             entry = NoteEntry(
                 "noted",
-                header_time(self.now()),
+                header_time(reserved.moment),
                 caller.session,
                 "",
                 caller.label,
                 vetted.text,
                 self._next_position(),
+                (ident, fields.kind),
+            )
+            event = capture_event(
+                ident=ident,
+                time=reserved.time,
+                kind=fields.kind,
+                subject=fields.subject,
+                scope=fields.scope,
+                confidence=fields.confidence,
+                text=vetted.text,
+                label=caller.label,
+                source=anchor or source.owner_source(reserved.id),
+                session=caller.session,
+                call=caller.call,
+                corroborating_refs=fields.corroborating_refs,
+                inspired_by=fields.inspired_by,
+                note=entry.key,
+                edit=reserved.id,
             )
             line = self.journal.commit(
                 Change(
@@ -166,8 +223,13 @@ class Writer:
                         "before": [],
                         "after": [vetted.text],
                         "notes": [{"header": render_header(entry), "text": entry.text}],
+                        "events": [event],
                     },
-                    [appended := self._notes_append([entry])],
+                    [
+                        appended := self._notes_append([entry]),
+                        Append(ITEMS_FILE, encode_line(event) + b"\n"),
+                    ],
+                    reserved=reserved,
                 )
             )
             self._notes += 1
@@ -211,8 +273,9 @@ class Writer:
             if isinstance(outcome, Refusal):
                 return Answer(f"{pid} was not applied: {outcome.sentence}", outcome.code)
             decision = self._decision(pid, "accepted")
+            given = _given(action, None)
             edit = self._commit(
-                caller, _action_name(action), current, outcome, {"pending": pid}, appends=[decision]
+                caller, _action_name(action), current, outcome, {"pending": pid, **given}, appends=[decision]
             )
         size = text_length(outcome.entries)
         return Answer(
@@ -385,6 +448,18 @@ def decide(spec: FileSpec, entries: Sequence[str], action: MemoryAction) -> Outc
         parsed = items(list(action.entries))
         return parsed if isinstance(parsed, Refusal) else consolidate(spec, entries, parsed)
     raise TypeError(f"not an identity action: {action!r}")
+
+
+def _given(action: MemoryAction, fields: CaptureFields | Refusal | None) -> dict[str, Any]:
+    """The journal field ``capture`` of a trusted identity `add` that was given capture fields
+    (recorded there only: identity entries are not items), else nothing."""
+    if not isinstance(action, Add) or all(
+        getattr(action, key) is None
+        for key in ("kind", "subject", "confidence", "scope", "corroborating_refs", "inspired_by")
+    ):
+        return {}
+    checked = fields if isinstance(fields, CaptureFields) else capture_fields(action)
+    return {"capture": checked.given()} if isinstance(checked, CaptureFields) else {}
 
 
 def _action_name(action: MemoryAction) -> str:
