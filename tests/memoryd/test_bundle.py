@@ -162,7 +162,7 @@ def test_import_refuses_bundles_that_would_resurrect_or_forge(
     reply = refused_import(target, tmp_path, no_controls)
     assert reply.text == (
         "the bundle cannot be imported: it holds 1 withdrawn item(s) but no controls; export it again with its "
-        "controls, or with --omit-withdrawn; nothing was imported"
+        "controls, or with --omit-withdrawn; nothing was imported (runbook: memory-import-refused)"
     )
     assert reply.data["code"] == "refused:bundle"
     other = dict(good["controls"][0], scope={"memory_item_ids": [ids["new"]]})

@@ -263,7 +263,9 @@ class ArchiveTimer:
                 self._done = today
                 self.runs += 1
             except Exception:
-                log.exception("the archive run failed; it is tried again at the next wake")
+                log.exception(
+                    "the archive run failed; it is tried again at the next wake (runbook: memory-archive)"
+                )
         with self._checked:
             self.checks += 1
             self._checked.notify_all()

@@ -175,7 +175,10 @@ def write_new(path: Path, data: bytes) -> None:
 
 
 def _refused(why: str) -> Refusal:
-    return Refusal("refused:bundle", f"the bundle cannot be imported: {why}; nothing was imported")
+    return Refusal(
+        "refused:bundle",
+        f"the bundle cannot be imported: {why}; nothing was imported (runbook: memory-import-refused)",
+    )
 
 
 def read_bundle(path: Path) -> dict[str, Any] | Refusal:
