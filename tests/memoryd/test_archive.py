@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from item_helpers import capture, commit_events, set_status, stamp, supersede, withdraw, withdrawn_by_id
 
 from boxmaker.memoryd import replay
 from boxmaker.memoryd.arguments import Add, Replace
@@ -24,7 +25,6 @@ from boxmaker.memoryd.writer import OWNER, Caller
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.labels import DataClass, Label
 from conftest import Clock
-from item_helpers import capture, commit_events, set_status, stamp, supersede, withdraw, withdrawn_by_id
 
 
 def journal(memory: Memoryd) -> list[dict[str, Any]]:
@@ -103,7 +103,8 @@ def test_runs_append_only_and_an_empty_run_is_archive_skip(
     before = path.read_bytes()
     events_before = (home / "memory" / "items.jsonl").read_bytes()
     skipped = service.archive_now("owner")
-    assert skipped.skipped and skipped.sentence().startswith("nothing to archive")
+    assert skipped.skipped
+    assert skipped.sentence().startswith("nothing to archive")
     assert journal(service)[-1]["action"] == "archive-skip"
     assert "events" not in journal(service)[-1]
     assert (home / "memory" / "items.jsonl").read_bytes() == events_before
@@ -113,7 +114,8 @@ def test_runs_append_only_and_an_empty_run_is_archive_skip(
     done = service.archive_now("owner")
     assert done.files == {"archive/2026-09-24.md": [third], "archive/2026-09-25.md": [fourth]}
     after = path.read_bytes()
-    assert after.startswith(before) and after.count(b"# Archive") == 1
+    assert after.startswith(before)
+    assert after.count(b"# Archive") == 1
     assert journal(service)[-1]["where"] == "archive/"
     assert (home / "memory" / "archive" / "2026-09-25.md").read_text().startswith("# Archive 2026-09-25")
 
@@ -139,7 +141,8 @@ def test_withdrawn_items_are_archived_and_erased_ones_are_not(home: Path, servic
     done = service.archive_now("owner")
     assert done.files == {"archive/2026-09-24.md": [kept]}
     text = (home / "memory" / "archive" / "2026-09-24.md").read_text()
-    assert "withdrawn but raw evidence" in text and "erased before" not in text
+    assert "withdrawn but raw evidence" in text
+    assert "erased before" not in text
     # ... while the projections leave the withdrawn item out.
     assert "withdrawn but raw evidence" not in (home / "memory" / "index.md").read_text()
 
@@ -148,14 +151,16 @@ def test_the_timer_runs_once_at_start_and_once_after_each_utc_midnight(
     home: Path, clock: Clock, timed: Memoryd
 ) -> None:
     timer = timed.archive_timer
-    assert timer is not None and timer.runs == 1  # at start: nothing yet, so archive-skip
+    assert timer is not None
+    assert timer.runs == 1
     assert [e["action"] for e in journal(timed)] == ["archive-skip"]
     assert journal(timed)[0]["session"] == "memoryd"
     ident = capture(timed, "captured in the evening")
     checks = timer.checks
     timer.poke()
     assert timer.wait_checks(checks + 2)
-    assert timer.runs == 1 and timed.items.items()[ident].archive_ref is None  # same day: no run
+    assert timer.runs == 1
+    assert timed.items.items()[ident].archive_ref is None
     clock.moment = dt.datetime(2026, 9, 25, 0, 0, 1, tzinfo=dt.UTC)
     checks = timer.checks
     timer.poke()
@@ -177,7 +182,8 @@ def test_a_restart_the_same_day_does_not_run_again(home: Path, clock: Clock) -> 
     second = Memoryd(load(None, str(home)), now=clock.now)
     second.open()
     try:
-        assert second.archive_timer is not None and second.archive_timer.runs == 0
+        assert second.archive_timer is not None
+        assert second.archive_timer.runs == 0
         assert [e["action"] for e in journal(second)] == ["archive-skip"]
     finally:
         second.close()
@@ -250,7 +256,9 @@ def test_replaying_the_journal_rebuilds_the_files_byte_for_byte(
 def test_bxctl_style_replay_refuses_a_folder_that_is_not_empty(service: Memoryd, tmp_path: Path) -> None:
     (tmp_path / "x").write_text("owner's file")
     refused = service.replay_into(tmp_path)
-    assert not isinstance(refused, list) and refused.code == "refused:exists"
+    assert not isinstance(refused, list)
+    assert refused.code == "refused:exists"
     assert (tmp_path / "x").read_text() == "owner's file"
     done = service.replay_into(tmp_path / "new")
-    assert isinstance(done, list) and "index.md" in done
+    assert isinstance(done, list)
+    assert "index.md" in done

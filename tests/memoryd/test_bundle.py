@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from item_helpers import capture, commit_events, stamp, supersede, withdraw, withdrawn_by_id
 
 from boxmaker.memoryd import bundle
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 from conftest import Clock, bxctl_ok, spawn_memoryd, stop, wait_until_answers
-from item_helpers import capture, commit_events, stamp, supersede, withdraw, withdrawn_by_id
 
 
 def admin(memory: Memoryd, command: str, arg: str = "", **args: Any) -> MemoryAdminReply:
@@ -81,9 +81,11 @@ def test_checklist_20_export_import_keeps_controls(
     assert reply.text == f"exported 4 items with 1 control to {path} (1 withdrawn, kept with their controls)"
     assert path.stat().st_mode & 0o777 == 0o600
     data = json.loads(path.read_text())
-    assert data["format"] == "boxmaker-memory-export-v1" and data["exported_at"] == "2026-09-24T21:02:07Z"
+    assert data["format"] == "boxmaker-memory-export-v1"
+    assert data["exported_at"] == "2026-09-24T21:02:07Z"
     assert [e["event"] for e in data["items"]] == ["capture"] * 4 + ["supersede"]
-    assert ids["erased"] not in path.read_text() and "Erased secret" not in path.read_text()
+    assert ids["erased"] not in path.read_text()
+    assert "Erased secret" not in path.read_text()
     assert data["withdrawn"] == [ids["hidden"]]
     assert [c["withdrawal_id"] for c in data["controls"]] == ["memwd-2026-09-24-001"]
     line = next(service.journal.entries_newest_first())
@@ -95,7 +97,8 @@ def test_checklist_20_export_import_keeps_controls(
     # Never over an existing file.
     before = path.read_bytes()
     again = admin(service, "export", str(path))
-    assert again.data == {"code": "refused:exists"} and path.read_bytes() == before
+    assert again.data == {"code": "refused:exists"}
+    assert path.read_bytes() == before
 
     b = target.config.layout.memory
     done = admin(target, "import", str(path))
@@ -105,8 +108,10 @@ def test_checklist_20_export_import_keeps_controls(
         data["controls"][0], separators=(",", ":")
     )
     items = target.items.items()
-    assert items[ids["old"]].status == "superseded" and items[ids["old"]].superseded_by == ids["new"]
-    assert items[ids["web"]].label.untrusted and items[ids["web"]].session == "chat-web"
+    assert items[ids["old"]].status == "superseded"
+    assert items[ids["old"]].superseded_by == ids["new"]
+    assert items[ids["web"]].label.untrusted
+    assert items[ids["web"]].session == "chat-web"
     assert items[ids["new"]].captured_from == "sessions/chat-alpha/0.jsonl#3"  # Source kept
     assert items[ids["new"]].source == f"archive/2026-09-24.md#{ids['new']}"  # archived in B at once
     # The withdrawn item is in B's store but never exposed: not in the projections or the read path.
@@ -116,14 +121,15 @@ def test_checklist_20_export_import_keeps_controls(
     assert "experiments" not in target.render_projections().topics
     notes = (b / "notes.md").read_text()
     assert (
-        f"§ noted 2026-09-24T21:02Z in session chat-web · private · untrusted · {ids['web']} · knowledge\nA page said retries help.\n"
-        in notes
+        f"§ noted 2026-09-24T21:02Z in session chat-web · private · untrusted · {ids['web']} · knowledge\n"
+        "A page said retries help.\n" in notes
     )
     # Importing the same bundle again changes nothing.
     before_b = snapshot(b)
     again_in = admin(target, "import", str(path))
     assert again_in.data["skipped"] == [ids[k] for k in ("old", "new", "web", "hidden")]
-    assert again_in.data["items"] == [] and again_in.data["skipped_controls"] == ["memwd-2026-09-24-001"]
+    assert again_in.data["items"] == []
+    assert again_in.data["skipped_controls"] == ["memwd-2026-09-24-001"]
     assert {k: v for k, v in snapshot(b).items() if not k.startswith("edits/")} == {
         k: v for k, v in before_b.items() if not k.startswith("edits/")
     }
@@ -135,7 +141,8 @@ def test_omit_withdrawn_leaves_them_out(service: Memoryd, target: Memoryd, tmp_p
     reply = admin(service, "export", str(path), omit_withdrawn=True)
     assert reply.data["omitted"] == [ids["hidden"]]
     data = json.loads(path.read_text())
-    assert data["withdrawn"] == [] and ids["hidden"] not in path.read_text()
+    assert data["withdrawn"] == []
+    assert ids["hidden"] not in path.read_text()
     assert admin(target, "import", str(path)).data["code"] == "ok"
     assert ids["hidden"] not in target.items.items()
 
@@ -161,7 +168,8 @@ def test_import_refuses_bundles_that_would_resurrect_or_forge(
     no_controls = {k: v for k, v in good.items() if k != "controls"}
     reply = refused_import(target, tmp_path, no_controls)
     assert reply.text == (
-        "the bundle cannot be imported: it holds 1 withdrawn item(s) but no controls; export it again with its "
+        "the bundle cannot be imported: it holds 1 withdrawn item(s) but no controls; export it again "
+        "with its "
         "controls, or with --omit-withdrawn; nothing was imported (runbook: memory-import-refused)"
     )
     assert reply.data["code"] == "refused:bundle"
@@ -199,7 +207,8 @@ def test_import_refuses_bundles_that_would_resurrect_or_forge(
     changed = json.loads(path.read_text())
     changed["items"][0]["text"] = "Staging is 10.0.0.8."
     reply = refused_import(target, tmp_path, changed)
-    assert reply.data["code"] == "refused:conflict" and ids["old"] in reply.text
+    assert reply.data["code"] == "refused:conflict"
+    assert ids["old"] in reply.text
 
 
 def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -229,9 +238,11 @@ def test_bxctl_archive_export_import_replay(home: Path, clock: Clock) -> None:
         assert json.loads(bxctl_ok(home, "memory", "archive", "--json").stdout)["files"] == {}
         out = home.parent / "out.json"
         exported = json.loads(bxctl_ok(home, "memory", "export", str(out), "--json").stdout)
-        assert exported["items"] == [first] and exported["file"] == str(out)
+        assert exported["items"] == [first]
+        assert exported["file"] == str(out)
         refused = run(home, "memory", "export", str(out))
-        assert refused.returncode == 1 and "already exists" in refused.stderr
+        assert refused.returncode == 1
+        assert "already exists" in refused.stderr
         replayed = bxctl_ok(home, "memory", "replay", "--into", str(home.parent / "replayed"))
         assert "replayed the journal into" in replayed.stdout
         for name in ("items.jsonl", "index.md", "topics/launch.md"):
@@ -242,7 +253,8 @@ def test_bxctl_archive_export_import_replay(home: Path, clock: Clock) -> None:
         assert imported.stdout.startswith("imported 1 item and 0 controls from out.json as ")
         assert "06:00 UTC" in (other / "memory" / "topics" / "launch.md").read_text()
         bad = run(other, "memory", "import", str(home.parent / "missing.json"))
-        assert bad.returncode == 1 and "no bundle at" in bad.stderr
+        assert bad.returncode == 1
+        assert "no bundle at" in bad.stderr
     finally:
         stop(process)
         if second is not None:

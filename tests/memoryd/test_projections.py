@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+from item_helpers import capture, set_status, supersede, withdraw, withdrawn_by_id
+
 from boxmaker.loopd.memory import MemorydSource
 from boxmaker.loopd.tools import core_tools
 from boxmaker.memoryd import projections
@@ -18,7 +20,6 @@ from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
 from boxmaker.proto.settings import packaged_starter
 from conftest import Clock, spawn_memoryd, stop, wait_until_answers
-from item_helpers import capture, set_status, supersede, withdraw, withdrawn_by_id
 
 
 def call(memory: Memoryd, arguments: dict[str, object], untrusted: bool = False) -> ToolResponse:
@@ -49,22 +50,22 @@ def fill(memory: Memoryd, clock: Clock) -> dict[str, str]:
 
 
 def test_topics_without_a_model() -> None:
-    from boxmaker.memoryd.items import captured, capture_event
+    from boxmaker.memoryd.items import capture_event, captured
 
     def item(**fields: object) -> object:
-        base = dict(
-            ident="mem-2026-09-24-001",
-            time="2026-09-24T10:00:00Z",
-            kind="knowledge",
-            subject=None,
-            scope=None,
-            confidence=None,
-            text="t",
-            label=Label(DataClass.PRIVATE, False),
-            source="s",
-            session="chat-a",
-            call="c",
-        )
+        base = {
+            "ident": "mem-2026-09-24-001",
+            "time": "2026-09-24T10:00:00Z",
+            "kind": "knowledge",
+            "subject": None,
+            "scope": None,
+            "confidence": None,
+            "text": "t",
+            "label": Label(DataClass.PRIVATE, False),
+            "source": "s",
+            "session": "chat-a",
+            "call": "c",
+        }
         base.update(fields)
         return captured(capture_event(**base))  # type: ignore[arg-type]
 
@@ -78,12 +79,14 @@ def test_checklist_6_index_links_topics_with_triggers(home: Path, service: Memor
     ids = fill(service, clock)
     text = (home / "memory" / "index.md").read_text()
     assert text.startswith(projections.BANNER + "\n\n# Memory Index\n\n## Recent Activity\n\n")
-    assert "## Topic Map\n\n" in text and "## Pending Cleanup\n\n" in text
+    assert "## Topic Map\n\n" in text
+    assert "## Pending Cleanup\n\n" in text
     topic_map = text.split("## Topic Map\n\n")[1].split("\n\n")[0].splitlines()
     assert topic_map == [
         "- host.md — Read when: host:staging-ip · private",
         "- lessons.md — Read when: lessons · private",
-        "- operational-pitfalls.md — Read when: Operational Pitfalls; operational pitfalls · private · untrusted",
+        "- operational-pitfalls.md — Read when: Operational Pitfalls; operational pitfalls · private"
+        " · untrusted",
         "- wiki.md — Read when: wiki:host · private",
     ]
     for line in topic_map:
@@ -91,16 +94,17 @@ def test_checklist_6_index_links_topics_with_triggers(home: Path, service: Memor
         assert (home / "memory" / "topics" / name).is_file()
     recent = text.split("## Recent Activity\n\n")[1].split("\n\n")[0].splitlines()
     assert (
-        recent[0]
-        == f"- [2026-09-25] (state) {ids['stale']} · private · stale · The wiki lives on host w1. → topics/wiki.md"
+        recent[0] == f"- [2026-09-25] (state) {ids['stale']} · private · stale · The wiki lives on host w1. "
+        "→ topics/wiki.md"
     )
     assert (
-        f"- [2026-09-24] (state) {ids['ip-old']} · private · superseded · Staging is 10.0.0.7. → topics/host.md"
-        in recent
+        f"- [2026-09-24] (state) {ids['ip-old']} · private · superseded · Staging is 10.0.0.7. "
+        "→ topics/host.md" in recent
     )
     pending = text.split("## Pending Cleanup\n\n")[1].splitlines()
     assert pending == [
-        f"- [2026-09-25] (knowledge) {ids['refuted']} · private · untrusted · Retries fix the upload. · Source: "
+        f"- [2026-09-25] (knowledge) {ids['refuted']} · private · untrusted · Retries fix the upload. "
+        "· Source: "
         "sessions/chat-alpha/0.jsonl#3 → topics/operational-pitfalls.md"
     ]
 
@@ -156,7 +160,8 @@ def test_projections_are_deterministic_and_withdrawal_removes_items(
     wiki = next(i for i, item in service.items.items().items() if item.subject == "wiki:host")
     withdraw(service, wiki)
     after = snapshot()
-    assert "topics/wiki.md" not in after and "wiki" not in after["index.md"].decode()
+    assert "topics/wiki.md" not in after
+    assert "wiki" not in after["index.md"].decode()
     assert all(b"The wiki lives" not in data for data in after.values())
 
 
@@ -195,11 +200,13 @@ def test_checklist_2_agent_knows_when_to_read_index(home: Path, service: Memoryd
     assert index.output == (home / "memory" / "index.md").read_text()
     assert index.label == Label(DataClass.PRIVATE, True)  # the index shows an untrusted item
     host = call(service, {"action": "topic", "topic": "host"})
-    assert host.code == "ok" and host.label == Label(DataClass.PRIVATE, False)
+    assert host.code == "ok"
+    assert host.label == Label(DataClass.PRIVATE, False)
     assert host.output == (home / "memory" / "topics" / "host.md").read_text()
     assert call(service, {"action": "topic", "topic": "host.md"}).output == host.output
     pitfalls = call(service, {"action": "topic", "topic": "operational-pitfalls"})
-    assert pitfalls.label == Label(DataClass.PRIVATE, True) and ids["refuted"] in pitfalls.output
+    assert pitfalls.label == Label(DataClass.PRIVATE, True)
+    assert ids["refuted"] in pitfalls.output
     missing = call(service, {"action": "topic", "topic": "nope"})
     assert (missing.code, missing.label) == ("refused:not-found", None)
     assert missing.output == (
@@ -207,7 +214,8 @@ def test_checklist_2_agent_knows_when_to_read_index(home: Path, service: Memoryd
         "shows what each is for)"
     )
     bad = call(service, {"action": "topic"})
-    assert bad.code == "refused:arguments" and "topic" in bad.output
+    assert bad.code == "refused:arguments"
+    assert "topic" in bad.output
     assert call(service, {"action": "index", "x": 1}).code == "refused:arguments"
 
 
@@ -218,7 +226,8 @@ def test_checklist_8_archive_not_loaded_by_default(home: Path, clock: Clock) -> 
     done = memory.archive_now("owner")
     memory.close()
     archived = (home / "memory" / "archive" / "2026-09-24.md").read_text()
-    assert "ARCHIVE-ONLY-MARKER" in archived and done.files
+    assert "ARCHIVE-ONLY-MARKER" in archived
+    assert done.files
     process = spawn_memoryd(home)
     try:
         wait_until_answers(process, home / "run" / "owner-memory" / "admin.sock")
@@ -235,7 +244,8 @@ def test_checklist_8_archive_not_loaded_by_default(home: Path, clock: Clock) -> 
             MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False),
             timeout=30,
         )
-        assert isinstance(reply, ToolResponse) and reply.output.startswith("(no matches")  # not indexed
+        assert isinstance(reply, ToolResponse)
+        assert reply.output.startswith("(no matches")
     finally:
         stop(process)
 
@@ -261,7 +271,8 @@ def test_the_read_path_label_through_the_real_daemon(home: Path, clock: Clock) -
 
         assert read({"action": "topic", "topic": "clean"}).label == Label(DataClass.PRIVATE, False)
         web = read({"action": "topic", "topic": "web"})
-        assert web.code == "ok" and web.label == Label(DataClass.PRIVATE, True)
+        assert web.code == "ok"
+        assert web.label == Label(DataClass.PRIVATE, True)
         assert "Something a fetched page said." in web.output
         index = read({"action": "index"})
         assert index.label == Label(DataClass.PRIVATE, True)
