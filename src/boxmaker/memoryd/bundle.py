@@ -41,7 +41,7 @@ import msgspec
 
 from boxmaker.memoryd import archive
 from boxmaker.memoryd.edits import vet_note
-from boxmaker.memoryd.items import ITEMS_FILE, Item, captured, fold
+from boxmaker.memoryd.items import ITEMS_FILE, Item, capture_event, captured, fold
 from boxmaker.memoryd.journal import Append, encode_line, read_jsonl
 from boxmaker.memoryd.notes import Note, render, render_header
 from boxmaker.memoryd.sentences import Refusal
@@ -55,6 +55,19 @@ MAX_BUNDLE = 64 * 1024 * 1024
 _WITHDRAWAL_ID = re.compile(r"^memwd-\d{4}-\d{2}-\d{2}-\d{3,}\Z")
 _SESSION = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}\Z")
 _SELECTORS = ("memory_item_ids", "archive_refs", "source_or_run_refs")
+#: The fields of a WithdrawalRecord (seed 003 section 12.2), in order.
+CONTROL_KEYS = (
+    "withdrawal_id",
+    "record_type",
+    "action",
+    "scope",
+    "reason",
+    "decided_by",
+    "decided_at",
+    "effect",
+    "supersedes",
+)
+_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
 _EFFECTS = {"withdraw": "exclude-from-influence", "reinstate": "restore-eligibility"}
 
 
@@ -204,6 +217,9 @@ def _check_control(number: int, record: object) -> str | None:
     if not isinstance(record, dict):
         return f"control {number} is not an object"
     ident = record.get("withdrawal_id")
+    if set(record) != set(CONTROL_KEYS):
+        extra = sorted(set(record) ^ set(CONTROL_KEYS))
+        return f"control {number} does not have exactly the fields of seed 12.2 ({', '.join(extra)})"
     if not isinstance(ident, str) or not _WITHDRAWAL_ID.match(ident):
         return f"control {number} has no withdrawal_id of the form memwd-YYYY-MM-DD-NNN"
     if record.get("record_type") != "withdrawal-control-v1":
@@ -240,6 +256,8 @@ def _check_event(number: int, event: object, seen: dict[str, Item]) -> str | Non
             return f"item event {number} is not a valid capture ({exc})"
         if item.id in seen:
             return f"{item.id} is captured twice"
+        if not _TIME.match(item.time) or not item.id.startswith(f"mem-{item.date}-"):
+            return f"{item.id} has no capture time YYYY-MM-DDTHH:MM:SSZ of its own day"
         if not _SESSION.match(item.session):
             return f"{item.id} has no valid session"
         vetted = vet_note(item.text)
@@ -248,14 +266,27 @@ def _check_event(number: int, event: object, seen: dict[str, Item]) -> str | Non
             return f"the text of {item.id} fails the write check ({why})"
         seen[item.id] = item
         return None
+    if kind in ("supersede", "status") and (
+        not _TIME.match(str(event.get("time")))
+        or not all(isinstance(event.get(k, ""), str) for k in ("by", "edit"))
+    ):
+        return f"item event {number} has no time YYYY-MM-DDTHH:MM:SSZ, or a by or edit that is not text"
     if kind == "supersede":
         old, new = seen.get(str(event.get("old"))), seen.get(str(event.get("new")))
-        if old is None or new is None:
+        if old is None or new is None or old.id == new.id:
             return f"item event {number} supersedes an item the bundle does not capture before it"
+        if old.status != "active":
+            return f"item event {number} supersedes {old.id}, which is {old.status} by then"
         if not (old.kind == new.kind == "state" and old.subject == new.subject == event.get("subject")):
             return f"item event {number} supersedes across kinds or subjects"
         if new.label.untrusted and not old.label.untrusted:
             return f"item event {number} supersedes a trusted item by an untrusted one"
+        if event.get("prior") != {"date": old.date, "text": old.text} or event.get("current") != {
+            "date": new.date,
+            "text": new.text,
+        }:
+            return f"item event {number} records a prior or current value that is not its items'"
+        seen[old.id] = msgspec.structs.replace(old, status="superseded", superseded_by=new.id)
         return None
     if kind == "status":
         if str(event.get("id")) not in seen or event.get("status") not in (
@@ -338,14 +369,48 @@ def plan_import(
         else:
             new_controls.append(record)
     new = set(seen) - set(skipped)
-    captures = [e for e in events if e.get("event") == "capture" and e["id"] in new]
+    captures = [_capture(e) for e in events if e.get("event") == "capture" and e["id"] in new]
     later = [
-        e
+        _later(e)
         for e in events
         if (e.get("event") == "supersede" and {e["old"], e["new"]} <= new)
         or (e.get("event") == "status" and e["id"] in new)
     ]
-    return ImportPlan(captures, later, new_controls, skipped, skipped_controls)
+    return ImportPlan(
+        captures, later, [{k: c[k] for k in CONTROL_KEYS} for c in new_controls], skipped, skipped_controls
+    )
+
+
+def _capture(event: dict[str, Any]) -> dict[str, Any]:
+    """A validated capture event with exactly the fields of the item log (nothing else carried)."""
+    item = captured(event)
+    return capture_event(
+        ident=item.id,
+        time=item.time,
+        kind=item.kind,
+        subject=item.subject,
+        scope=item.scope,
+        confidence=item.confidence,
+        text=item.text,
+        label=item.label,
+        source=item.source,
+        session=item.session,
+        call=item.call,
+        corroborating_refs=item.corroborating_refs,
+        inspired_by=item.inspired_by,
+        note=item.note,
+        edit=str(event.get("edit", "")),
+    )
+
+
+def _later(event: dict[str, Any]) -> dict[str, Any]:
+    """A validated supersede or status event with only its own fields."""
+    keys = (
+        ("event", "time", "old", "new", "subject", "prior", "current", "by", "edit")
+        if event["event"] == "supersede"
+        else ("event", "time", "id", "status", "prior", "by", "edit")
+    )
+    return {k: event[k] for k in keys if k in event}
 
 
 def controls_change(controls: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], list[Append]]:

@@ -350,6 +350,8 @@ class Memoryd:
         """
         if path.exists() or path.is_symlink():
             return sentences.export_exists(str(path))
+        if not path.parent.is_dir():
+            return sentences.unwritable(str(path), "its folder does not exist")
         with self.writer.lock:
             try:
                 events = self.items.events()
