@@ -84,7 +84,7 @@ def test_checklist_6_index_links_topics_with_triggers(home: Path, service: Memor
     topic_map = text.split("## Topic Map\n\n")[1].split("\n\n")[0].splitlines()
     assert topic_map == [
         "- host.md — Read when: host:staging-ip · private",
-        "- lessons.md — Read when: lessons · private",
+        "- lessons.md — Read when: general lessons and knowledge recorded without a scope · private",
         "- operational-pitfalls.md — Read when: Operational Pitfalls; operational pitfalls · private"
         " · untrusted",
         "- wiki.md — Read when: wiki:host · private",
