@@ -21,6 +21,10 @@
 | item | arg: item id | one item, every seed 003 section 9 field |
 | supersede | args: {"old", "new"} | `itemops.supersede` as the owner |
 | item-status | arg: item id; args: {"status"} | `itemops.set_status` as the owner |
+| archive | | runs the archive now (seed 003 section 13) and says what it appended |
+| export | arg: absolute path; args: {"omit_withdrawn": bool} | writes a bundle there (`bundle`) |
+| import | arg: absolute path of a bundle | validates it whole, then imports it, or refuses |
+| replay | arg: absolute path of a new or empty folder | rebuilds the files there from the journal |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -33,6 +37,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -47,7 +52,7 @@ from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
 from boxmaker.memoryd.writer import OWNER, Answer
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape, escape_line
-from boxmaker.proto.ids import parse_edit_id, parse_pending_id
+from boxmaker.proto.ids import OWNER_SESSION, parse_edit_id, parse_pending_id
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 
 if TYPE_CHECKING:
@@ -58,7 +63,19 @@ Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
 
 #: The commands that take no `arg`.
 NO_ARG = frozenset(
-    {"status", "pending", "files", "show", "add", "tiers", "withdraw", "controls", "items", "supersede"}
+    {
+        "status",
+        "pending",
+        "files",
+        "show",
+        "add",
+        "tiers",
+        "withdraw",
+        "controls",
+        "items",
+        "supersede",
+        "archive",
+    }
 )
 #: The keys of `args` each command takes (any other key is refused, naming it).
 ARGS: dict[str, frozenset[str]] = {
@@ -71,6 +88,7 @@ ARGS: dict[str, frozenset[str]] = {
     "note": frozenset({"kind", "subject", "confidence", "scope"}),
     "items": frozenset({"all", "kind", "status", "subject"}),
     "supersede": frozenset({"old", "new"}),
+    "export": frozenset({"omit_withdrawn"}),
 }
 ARGS["item-status"] = frozenset({"status"})
 
@@ -461,6 +479,91 @@ def _controls(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply(escape(text), data)
 
 
+# Seed 003: archive, export/import, replay ---------------------------------------------------
+
+
+def _path(request: MemoryAdmin) -> Path:
+    path = Path(request.arg)
+    if not request.arg or not path.is_absolute() or "\x00" in request.arg:
+        raise InvalidBody(
+            "memory_admin", f"{request.command} takes an absolute path, not {request.arg[:80]!r}"
+        )
+    return path
+
+
+def _archive(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    del request
+    try:
+        done = memory.archive_now(OWNER_SESSION)
+    except OSError as exc:
+        return MemoryAdminReply(
+            f"the archive cannot be written ({exc}); run it again", {"code": "refused:unavailable"}
+        )
+    return MemoryAdminReply(done.sentence(), {"code": "ok", "edit": done.edit, "files": done.files})
+
+
+def _export(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    omit = request.args.get("omit_withdrawn", False)
+    if not isinstance(omit, bool):
+        raise InvalidBody("memory_admin", 'export takes args {"omit_withdrawn": true or false}')
+    path = _path(request)
+    made = memory.export(path, omit)
+    if isinstance(made, Refusal):
+        return MemoryAdminReply(made.sentence, {"code": made.code})
+    text = (
+        f"exported {_plural(len(made.ids), 'item')} with {_plural(len(made.controls), 'control')} to {path}"
+        f" ({len(made.withdrawn):,} withdrawn, kept with their controls"
+        + (f"; {len(made.omitted):,} withdrawn left out" if made.omitted else "")
+        + ")"
+    )
+    data = {
+        "code": "ok",
+        "file": str(path),
+        "items": made.ids,
+        "withdrawn": made.withdrawn,
+        "omitted": made.omitted,
+        "controls": made.controls,
+    }
+    return MemoryAdminReply(escape(text), data)
+
+
+def _import(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    path = _path(request)
+    done = memory.import_bundle(path)
+    if isinstance(done, Refusal):
+        return MemoryAdminReply(escape(done.sentence), {"code": done.code})
+    plan, edit = done
+    text = (
+        f"imported {_plural(len(plan.captures), 'item')} and {_plural(len(plan.controls), 'control')} "
+        f"from {path.name} as {edit}"
+    )
+    if plan.skipped or plan.skipped_controls:
+        text += (
+            f"; already here and skipped: {len(plan.skipped):,} items, "
+            f"{len(plan.skipped_controls):,} controls"
+        )
+    data = {
+        "code": "ok",
+        "edit": edit,
+        "items": [e["id"] for e in plan.captures],
+        "controls": [c["withdrawal_id"] for c in plan.controls],
+        "skipped": plan.skipped,
+        "skipped_controls": plan.skipped_controls,
+    }
+    return MemoryAdminReply(escape(text), data)
+
+
+def _replay(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    path = _path(request)
+    done = memory.replay_into(path)
+    if isinstance(done, Refusal):
+        return MemoryAdminReply(escape(done.sentence), {"code": done.code})
+    text = f"replayed the journal into {path}: {_plural(len(done), 'file')}"
+    return MemoryAdminReply(
+        escape("\n".join([text, *(f"  {f}" for f in done)])), {"code": "ok", "files": done}
+    )
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -481,4 +584,8 @@ COMMANDS: dict[str, Command] = {
     "item": _item,
     "supersede": _supersede,
     "item-status": _item_status,
+    "archive": _archive,
+    "export": _export,
+    "import": _import,
+    "replay": _replay,
 }

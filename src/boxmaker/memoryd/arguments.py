@@ -125,6 +125,27 @@ def parse_forget(arguments: dict[str, Any]) -> ForgetArgs | Refusal:
     return result
 
 
+class IndexArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "index"}``: memory/index.md, the agent's warm entry (seed 003 section 10)."""
+
+    action: str
+
+
+class TopicArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "topic", "topic": "<name>"}``: one topic page (seed 003 section 11); ``.md`` may
+    be given or not."""
+
+    action: str
+    topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+
+
+def parse_read(arguments: dict[str, Any]) -> IndexArgs | TopicArgs | Refusal:
+    """The `memory` tool's `index` or `topic` action, or ``refused:arguments``."""
+    kind = TopicArgs if arguments.get("action") == "topic" else IndexArgs
+    result: IndexArgs | TopicArgs | Refusal = _convert(arguments, kind)
+    return result
+
+
 class RecallArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``{"query": string, "k": integer}``; `k` 1 to 10, default 5."""
 

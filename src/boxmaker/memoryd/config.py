@@ -12,6 +12,9 @@
     [index]
     max_class = "private"         # records above this class are not indexed
 
+    [archive]
+    enabled = true                # memoryd's own daily archive timer (seed 003 section 13)
+
     [sockets]                     # defaults: run/loop-memory/memory.sock, run/broker-memory/memory.sock,
     loop = "..."                  #           run/owner-memory/admin.sock under the home
     broker = "..."
@@ -48,6 +51,10 @@ class _Index(msgspec.Struct, forbid_unknown_fields=True):
     max_class: DataClass = DataClass.PRIVATE
 
 
+class _Archive(msgspec.Struct, forbid_unknown_fields=True):
+    enabled: bool = True
+
+
 class _Sockets(msgspec.Struct, forbid_unknown_fields=True):
     loop: str | None = None
     broker: str | None = None
@@ -59,6 +66,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     memory: _Memory = msgspec.field(default_factory=_Memory)
     index: _Index = msgspec.field(default_factory=_Index)
     sockets: _Sockets = msgspec.field(default_factory=_Sockets)
+    archive: _Archive = msgspec.field(default_factory=_Archive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +80,7 @@ class Config:
     loop_socket: Path
     broker_socket: Path
     admin_socket: Path
+    archive: bool = True
 
     @property
     def layout(self) -> Layout:
@@ -113,4 +122,5 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         loop_socket=resolve(raw.sockets.loop) or layout.memory_loop_socket,
         broker_socket=resolve(raw.sockets.broker) or layout.memory_broker_socket,
         admin_socket=resolve(raw.sockets.admin) or layout.memory_admin_socket,
+        archive=raw.archive.enabled,
     )

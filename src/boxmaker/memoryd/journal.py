@@ -87,6 +87,8 @@ class Journal:
         self.edits_dir = memory_dir / "edits"
         self.now = now
         self._last_id: tuple[dt.date, int] | None = None
+        #: Called with each committed line, after its files are written (e.g. the projections).
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
     def open(self) -> None:
         """Carry a leftover intent forward, set torn journal tails aside, and load the id counter."""
@@ -150,6 +152,8 @@ class Journal:
         fsio.atomic_write(self.memory_dir / INTENT, encode_line(intent))
         self._carry_out(intent)
         (self.memory_dir / INTENT).unlink()
+        for listener in self.listeners:
+            listener(line)
         return line
 
     def recover(self) -> bool:

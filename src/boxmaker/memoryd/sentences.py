@@ -401,3 +401,32 @@ def superseded(old: str, new: str, subject: str) -> str:
 def status_set(ident: str, prior: str, status: str) -> str:
     """A status change was recorded."""
     return f"{ident} is now {status} (was {prior})"
+
+
+# Archive, projections, export/import, replay (seed 003 sections 10-13, 12.2) -----------------
+
+
+def unknown_topic(topic: str, known: list[str]) -> Refusal:
+    """The `memory` tool's `topic` action named no topic page."""
+    listed = ", ".join(known) if known else "none yet"
+    return Refusal(
+        "refused:not-found",
+        f"no topic {topic!r}; the topics are: {listed} (the memory action index shows what each is for)",
+    )
+
+
+def export_exists(path: str) -> Refusal:
+    """`bxctl memory export FILE` names a file that exists."""
+    return Refusal("refused:exists", f"{path} already exists; export writes only a new file, never over one")
+
+
+def replay_not_empty(path: str) -> Refusal:
+    """`bxctl memory replay --into DIR` names a folder that is not empty (or not a folder)."""
+    return Refusal(
+        "refused:exists", f"{path} is not an empty folder; replay writes only into a new or empty folder"
+    )
+
+
+def unwritable(path: str, why: str) -> Refusal:
+    """An export or a replay cannot write its target."""
+    return Refusal("refused:unavailable", f"{path} cannot be written ({why}); nothing was written")

@@ -14,25 +14,48 @@ every message kind its three sockets take:
 Withdrawal (seed 003 section 12.2): `controls` gives the `Exclusion` every exposure applies (recall,
 the owner's search, the block, the indexer, tiers); `withdrawals` appends control events (the owner's
 ``withdraw``/``reinstate``, a clean session's `memory` action ``forget``) and answers with receipts.
+Seed 003 (issue 6) adds here: the item store (`items.ItemStore`), the generated projections
+(index.md and topics/, rewritten after every journal commit that carried item events or controls, and
+at start), the archive timer (`archive.ArchiveTimer`, `[archive] enabled`), the agent's read path
+(`memory` actions `index` and `topic`), export/import (`bundle`) and replay (`replay`). Withdrawal
+reaches all of them through one predicate, `Memoryd.exclusion_for` (the controls' exclusion of a
+memory folder).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from boxmaker.memoryd import admin, arguments, block, notes, recall, sentences, tiers
+from boxmaker.memoryd import (
+    admin,
+    archive,
+    arguments,
+    block,
+    bundle,
+    notes,
+    projections,
+    recall,
+    replay,
+    sentences,
+    tiers,
+)
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.controls import Controls, Scope, withdrawn_entries
 from boxmaker.memoryd.entries import IDENTITY_FILES
 from boxmaker.memoryd.index import Index
-from boxmaker.memoryd.journal import Journal
+from boxmaker.memoryd.items import ItemStore
+from boxmaker.memoryd.journal import Change, Journal
 from boxmaker.memoryd.recall import Recaller
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.store import FileOverLimit, FileUnreadable, Store
 from boxmaker.memoryd.withdrawal import Receipt, Withdrawals
 from boxmaker.memoryd.writer import Answer, Caller, Writer
+from boxmaker.proto import fsio
 from boxmaker.proto.errors import InvalidBody, ProtocolError
 from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import DataClass, Label
@@ -88,7 +111,9 @@ class Memoryd:
         now: the clock (aware UTC datetimes), a parameter so tests can set the time.
     """
 
-    def __init__(self, config: Config, now: Callable[[], dt.datetime] = utc_now) -> None:
+    def __init__(
+        self, config: Config, now: Callable[[], dt.datetime] = utc_now, archive_poll: float = 300.0
+    ) -> None:
         layout = config.layout
         self.config = config
         self.now = now
@@ -117,6 +142,15 @@ class Memoryd:
             sessions=layout.sessions,
             on_change=self.index.rebuild_in_background,
         )
+        self.items = ItemStore(layout.memory)
+        #: Which items are withdrawn, for a memory folder (seed 003 section 12.2): applied before the
+        #: projections, the read path and export show anything. The withdrawal module plugs in here.
+        self.exclusion_for: Callable[[Path], projections.Excluded] = _withdrawn_items
+        self.archive_timer = (
+            archive.ArchiveTimer(self._archive_by_timer, now, self._last_archive_day, archive_poll)
+            if config.archive
+            else None
+        )
 
     def open(self) -> list[str]:
         """Create missing files, complete an interrupted edit, open the index and start bringing it
@@ -130,12 +164,18 @@ class Memoryd:
         """
         created = self.store.ensure()
         self.writer.open()
+        self.journal.listeners.append(self._after_commit)
+        self.refresh_projections()
         self.index.open()
         self.index.warm_up()
+        if self.archive_timer is not None:
+            self.archive_timer.start()
         return created
 
     def close(self) -> None:
-        """Close the index."""
+        """Stop the archive timer (a run in progress finishes) and close the index."""
+        if self.archive_timer is not None:
+            self.archive_timer.stop()
         self.index.close()
 
     def handle(self, kind: str, body: Body) -> Body:
@@ -216,6 +256,8 @@ class Memoryd:
             return self._tiers(call)
         if request.arguments.get("action") == "forget":
             return self._forget(call)
+        if request.arguments.get("action") in ("index", "topic"):
+            return self._read(call)
         parsed = arguments.parse_memory(request.arguments)
         if isinstance(parsed, Refusal):
             answer = Answer.refused(parsed)
@@ -308,3 +350,179 @@ class Memoryd:
         if isinstance(result, Refusal):
             return ToolResponse(request.call_id, result.sentence, result.code, None)
         return ToolResponse(request.call_id, result.text, "ok", result.label)
+
+    # Seed 003: projections, archive, export/import, replay -------------------------------------
+
+    def excluded(self) -> projections.Excluded:
+        """The withdrawal predicate for this home's items, as the controls stand now."""
+        return self.exclusion_for(self.config.layout.memory)
+
+    def render_projections(self) -> projections.Rendered:
+        """index.md and the topic pages as the item store and the controls stand now.
+
+        Raises:
+            OSError: when items.jsonl cannot be read.
+        """
+        return projections.render(self.items.items().values(), self.excluded())
+
+    def refresh_projections(self) -> None:
+        """Rewrite index.md and the topics where they changed; a failure is logged (the files are
+        generated again after the next item change and at every start)."""
+        try:
+            changed = projections.write(self.config.layout.memory, self.render_projections())
+        except OSError as exc:
+            log.error("cannot write memory/index.md or memory/topics/: %s", exc)
+            return
+        if changed:
+            log.debug("projections written: %s", ", ".join(changed))
+
+    def _after_commit(self, line: dict[str, Any]) -> None:
+        if line.get("events") or line.get("controls"):
+            self.refresh_projections()
+
+    def archive_now(self, by: str) -> archive.Run:
+        """Run the archive now (seed 003 section 13), under the write lock; `by` is "owner" or the
+        timer's name.
+
+        Raises:
+            OSError: when a write fails (the journal's intent completes it at the next start).
+        """
+        with self.writer.lock:
+            return archive.run(self.config.layout.memory, self.items.items(), self.journal, self.now(), by)
+
+    def _archive_by_timer(self) -> None:
+        done = self.archive_now(archive.TIMER)
+        log.info("archive timer: %s", done.sentence())
+
+    def _last_archive_day(self) -> dt.date | None:
+        with self.writer.lock:
+            return archive.last_run_day(self.journal)
+
+    def read_page(self, topic: str | None) -> projections.Page | Refusal:
+        """index.md (`topic` None) or a topic page, rendered now with withdrawn items left out; an
+        unknown topic is ``refused:not-found`` naming the known ones."""
+        try:
+            rendered = self.render_projections()
+        except OSError as exc:
+            return Refusal("refused:unavailable", f"items.jsonl cannot be read ({exc}); nothing to show")
+        if topic is None:
+            return rendered.index
+        name = topic.removeprefix("topics/").removesuffix(".md")
+        page = rendered.topics.get(name)
+        if page is None:
+            return sentences.unknown_topic(topic, sorted(rendered.topics))
+        return page
+
+    def _read(self, call: MemoryCall) -> ToolResponse:
+        """The `memory` tool's `index` and `topic` actions (seed 003 checklist 2): the page's text,
+        labelled with the strictest label of the items it shows (DESIGN 11), so reading untrusted items
+        taints the session."""
+        request = call.request
+        parsed = arguments.parse_read(request.arguments)
+        if isinstance(parsed, Refusal):
+            return ToolResponse(request.call_id, parsed.sentence, parsed.code, None)
+        page = self.read_page(parsed.topic if isinstance(parsed, arguments.TopicArgs) else None)
+        if isinstance(page, Refusal):
+            return ToolResponse(request.call_id, page.sentence, page.code, None)
+        return ToolResponse(request.call_id, page.text, "ok", page.label)
+
+    def export(self, path: Path, omit_withdrawn: bool) -> bundle.Export | Refusal:
+        """Write a bundle of the item store to `path` (a new file) and journal it (action export).
+
+        Returns ``refused:exists`` when `path` exists, ``refused:unavailable`` when it cannot be
+        written (the journal line then still records the attempt, erring towards a known copy).
+        """
+        if path.exists() or path.is_symlink():
+            return sentences.export_exists(str(path))
+        if not path.parent.is_dir():
+            return sentences.unwritable(str(path), "its folder does not exist")
+        with self.writer.lock:
+            try:
+                events = self.items.events()
+                controls = bundle.read_controls(self.config.layout.memory)
+            except OSError as exc:
+                return sentences.unwritable(str(path), f"the item store cannot be read: {exc}")
+            made = bundle.build_export(events, controls, self.excluded(), omit_withdrawn, self.now())
+            entry = {
+                "session": OWNER_SESSION,
+                "call": "",
+                "action": "export",
+                "file": str(path),
+                "where": "export",
+                "before": [],
+                "after": [],
+                "untrusted": False,
+                "ids": made.ids,
+                "exported_controls": made.controls,
+            }
+            self.journal.commit(Change(entry))
+        data = json.dumps(made.bundle, ensure_ascii=True, indent=1).encode("ascii") + b"\n"
+        try:
+            bundle.write_new(path, data)
+        except FileExistsError:
+            return sentences.export_exists(str(path))
+        except OSError as exc:
+            return sentences.unwritable(str(path), exc.strerror or str(exc))
+        return made
+
+    def import_bundle(self, path: Path) -> tuple[bundle.ImportPlan, str] | Refusal:
+        """Validate and import a bundle (see `bundle`): one journal commit (action import).
+
+        Returns the plan and the edit id, or the refusal (nothing written).
+        """
+        loaded = bundle.read_bundle(path)
+        if isinstance(loaded, Refusal):
+            return loaded
+        with self.writer.lock:
+            try:
+                events = self.items.events()
+                present = self.items.items()
+                controls = bundle.read_controls(self.config.layout.memory)
+                position = len(notes.parse(self.store.read_notes()))
+            except (OSError, FileUnreadable) as exc:
+                return Refusal("refused:unavailable", f"{exc}; nothing was imported")
+            plan = bundle.plan_import(loaded, present, controls)
+            if isinstance(plan, Refusal):
+                return plan
+            fields, appends, added = bundle.import_appends(
+                self.config.layout.memory,
+                plan=plan,
+                events=events,
+                first_position=position,
+                notes_need_newline=not fsio.ends_with_newline(self.store.notes_path),
+                bundle_name=path.name,
+                moment=self.now(),
+            )
+            entry = {
+                "session": OWNER_SESSION,
+                "call": "",
+                "action": "import",
+                "file": path.name,
+                "where": "items.jsonl",
+                "before": [],
+                "after": [],
+                "untrusted": False,
+                **fields,
+            }
+            line = self.journal.commit(Change(entry, appends))
+            if added:
+                data = next(a.data for a in appends if a.path == "notes.md")
+                self.writer.on_notes(added, data)
+        return plan, str(line["id"])
+
+    def replay_into(self, folder: Path) -> list[str] | Refusal:
+        """Replay the journal into `folder` (new or empty); returns the files written there."""
+        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            return sentences.replay_not_empty(str(folder))
+        lines = list(self.journal.entries_newest_first())
+        lines.reverse()
+        try:
+            replay.replay(lines, folder, self.exclusion_for)
+        except OSError as exc:
+            return sentences.unwritable(str(folder), exc.strerror or str(exc))
+        return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def _withdrawn_items(folder: Path) -> projections.Excluded:
+    """Which items of a memory folder are withdrawn (seed 003 section 12.2): its controls' exclusion."""
+    return Controls(folder).exclusion().item
