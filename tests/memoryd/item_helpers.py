@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from boxmaker.memoryd import items
-from boxmaker.memoryd.items import Item
-from boxmaker.memoryd.journal import Append, Change, encode_line, read_jsonl
+from boxmaker.memoryd.controls import Controls
+from boxmaker.memoryd.journal import Append, Change, encode_line
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.labels import DataClass, Label
 
@@ -124,17 +124,5 @@ def withdraw(memory: Memoryd, ident: str, number: int = 1) -> dict[str, Any]:
 
 
 def withdrawn_by_id(folder: Path) -> Any:
-    """A stand-in for `controls.Controls(folder).exclusion().item`: an item is withdrawn when a
-    withdraw record names its id and no reinstate supersedes that record."""
-
-    def excluded(item: Item) -> bool:
-        records = read_jsonl(folder / "controls.jsonl", ("withdrawal_id",))
-        reinstated = {r.get("supersedes") for r in records if r.get("action") == "reinstate"}
-        return any(
-            r.get("action") == "withdraw"
-            and r["withdrawal_id"] not in reinstated
-            and item.id in r.get("scope", {}).get("memory_item_ids", [])
-            for r in records
-        )
-
-    return excluded
+    """The real exclusion of a memory folder (`controls.Controls(folder).exclusion().item`)."""
+    return Controls(folder).exclusion().item

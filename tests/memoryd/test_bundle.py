@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from item_helpers import capture, commit_events, stamp, supersede, withdraw, withdrawn_by_id
+from item_helpers import capture, commit_events, stamp, supersede, withdraw
 
 from boxmaker.memoryd import bundle
 from boxmaker.memoryd.config import load
@@ -28,7 +28,6 @@ def admin(memory: Memoryd, command: str, arg: str = "", **args: Any) -> MemoryAd
 
 def opened(home: Path, clock: Clock) -> Memoryd:
     memory = Memoryd(load(None, str(home)), now=clock.now)
-    memory.exclusion_for = withdrawn_by_id
     memory.open()
     return memory
 
@@ -45,7 +44,6 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def source_home(service: Memoryd) -> dict[str, str]:
-    service.exclusion_for = withdrawn_by_id
     ids = {
         "old": capture(service, "Staging is 10.0.0.7.", kind="state", subject="host:staging-ip"),
         "new": capture(service, "Staging is 10.0.0.9.", kind="state", subject="host:staging-ip"),

@@ -138,7 +138,6 @@ def test_checklist_7_topic_page_has_source_dates(home: Path, service: Memoryd, c
 def test_projections_are_deterministic_and_withdrawal_removes_items(
     home: Path, service: Memoryd, clock: Clock
 ) -> None:
-    service.exclusion_for = withdrawn_by_id
     fill(service, clock)
     memory = home / "memory"
 
