@@ -277,3 +277,10 @@ def memory_tiers(state: State, untrusted: bool, memory_socket: Path | None, as_j
     """
     reply = client.admin(_socket(state, memory_socket), "tiers", "", {"untrusted": untrusted})
     client.emit(reply, as_json)
+
+
+# Erasure (seed 003 section 12.3): `bxctl memory erase`, `bxctl memory erasures` (module `erase`).
+from boxmaker.bxctl.erase import memory_erase, memory_erasures  # noqa: E402
+
+memory.add_command(memory_erase)
+memory.add_command(memory_erasures)

@@ -13,6 +13,9 @@
 | add | args: {"file": "memory"/"user", "text"} | the owner's own identity write, journalled as the owner |
 | note | arg: text | the owner's own note |
 | tiers | args: {"untrusted": bool} | each identity entry and note with its recall count (`tiers`) |
+| erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
+| erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
+| erasures | | the erasure tombstones (memory/erasures.jsonl) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -27,7 +30,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from boxmaker.memoryd import review, sentences
+from boxmaker.memoryd import erase, review, sentences
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
 from boxmaker.memoryd.sentences import Refusal
@@ -45,12 +48,15 @@ Command = Callable[["Memoryd", MemoryAdmin], MemoryAdminReply]
 
 
 #: The commands that take no `arg`.
-NO_ARG = frozenset({"status", "pending", "files", "show", "add", "tiers"})
+NO_ARG = frozenset({"status", "pending", "files", "show", "add", "tiers", "erase-plan", "erase", "erasures"})
 #: The keys of `args` each command takes (any other key is refused, naming it).
 ARGS: dict[str, frozenset[str]] = {
     "search": frozenset({"k"}),
     "add": frozenset({"file", "text"}),
     "tiers": frozenset({"untrusted"}),
+    # erasure (seed 003 section 12.3; `erase` module)
+    "erase-plan": frozenset({"items", "sessions", "texts", "reserve"}),
+    "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
 }
 
 
@@ -276,6 +282,39 @@ def _tiers(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply(result.text, result.data)
 
 
+# Erasure (seed 003 section 12.3) ---------------------------------------------------------------------
+
+
+def _erase_plan(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """What an erasure would change in memoryd's files (nothing is changed). `data.texts` are for
+    bxctl to pass to loopd and brokerd; bxctl never prints them."""
+    result = erase.plan(memory, request.args)
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    lines = [f"memoryd ({result['erasure_id']}): scope {', '.join(result['scope_refs'])}"]
+    for row in result["holders"]:
+        holds = "?" if row["holds"] is None else _plural(row["holds"], "match", "matches")
+        lines.append(f"  {row['holder_ref']}: {holds}")
+    return MemoryAdminReply("\n".join(lines), {"code": "ok", **result})
+
+
+def _erase(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """Erase in memoryd's files and write the tombstone (`erase.execute`)."""
+    result = erase.execute(memory, request.args)
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    return MemoryAdminReply(erase.describe(result), {"code": "ok", "tombstone": result})
+
+
+def _erasures(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """The erasure tombstones, oldest first."""
+    del request
+    found = erase.tombstones(memory.config.layout.memory)
+    if not found:
+        return MemoryAdminReply("(no erasures)", [])
+    return MemoryAdminReply("\n".join(erase.describe(t) for t in found), found)
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -289,4 +328,7 @@ COMMANDS: dict[str, Command] = {
     "add": _add,
     "note": _note,
     "tiers": _tiers,
+    "erase-plan": _erase_plan,
+    "erase": _erase,
+    "erasures": _erasures,
 }

@@ -93,6 +93,8 @@ class Memoryd:
         )
         self.writer = Writer(self.store, self.journal, now, config.review, self.index.add_notes)
         self.recaller = Recaller(self.index, layout.memory / "recalls", now)
+        #: Erasure ids handed out by `erase_plan` for an erasure about to run (seed 003 section 12.3).
+        self.reserved_erasures: set[str] = set()
 
     def open(self) -> list[str]:
         """Create missing files, complete an interrupted edit, open the index and start bringing it
