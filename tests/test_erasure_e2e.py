@@ -274,13 +274,15 @@ def test_a_bad_authority_or_an_empty_scope_is_refused_and_nothing_changes(box: B
     bad = box.bxctl(
         "memory", "erase", "--session", "chat-other", "--authority", "the owner said so", ok=False
     )
-    assert bad.code == 2 and "--authority" in bad.stderr
+    assert bad.code == 2
+    assert "--authority" in bad.stderr
     empty = box.bxctl("memory", "erase", "--authority", "ticket-1", ok=False)
     assert empty.code == 2
     unknown = box.bxctl(
         "memory", "erase", "--item", "mem-2026-01-02-099", "--authority", "t-1", "--yes", ok=False
     )
-    assert unknown.code == 1 and "no item mem-2026-01-02-099" in unknown.stderr
+    assert unknown.code == 1
+    assert "no item mem-2026-01-02-099" in unknown.stderr
     assert box.files(skip_run=True) == before
 
 

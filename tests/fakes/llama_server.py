@@ -2,8 +2,9 @@
 
 Its shapes follow the recordings in ``../shared/data/llama-server/`` (README.md there): ``/props``,
 ``/slots``, ``/health``, ``/tokenize`` and ``/v1/chat/completions`` with ``timings``, a per-slot prompt
-cache, tool calls, ``reasoning_content`` and the ``exceed_context_size_error``; ``POST /slots/<id>?action=erase``
-empties a slot's cache (``{"id_slot", "n_erased"}``; like llama-server it waits for a busy slot). With ``degraded=True`` it
+cache, tool calls, ``reasoning_content`` and the ``exceed_context_size_error``;
+``POST /slots/<id>?action=erase`` empties a slot's cache (``{"id_slot", "n_erased"}``; like
+llama-server it waits for a busy slot). With ``degraded=True`` it
 is an OpenAI-compatible server without slots instead (like llama-cpp-python's): no ``/props``, ``/slots``
 or ``/tokenize``, no ``timings``, only ``usage``, and the OpenAI-style context error.
 

@@ -58,7 +58,7 @@ def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
         return erase.handle(broker, request)
     command = COMMANDS.get(request.command)
     if command is None:
-        names = ", ".join(sorted([*COMMANDS, "erase-plan", "erase"]))
+        names = ", ".join([*sorted(COMMANDS), "erase-plan", "erase"])
         return BrokerAdminReply(
             text=f"brokerd has no command {request.command!r}; the commands are {names}",
             data={"code": "refused:unknown-command"},

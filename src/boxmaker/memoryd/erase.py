@@ -276,7 +276,8 @@ class Rules:
         query quotes what it looked for (the hits' keys become source-erased references)."""
         if not isinstance(line, dict) or not line.get("query") or line["query"] == self.scrubber.mark:
             return False
-        hits = line.get("hits") if isinstance(line.get("hits"), list) else []
+        hits = line.get("hits")
+        hits = hits if isinstance(hits, list) else []
         found_erased = any(
             isinstance(h, str) and (h in self.note_keys or h.startswith(self.scrubber.anchors)) for h in hits
         )
