@@ -2,7 +2,9 @@
 
 Its shapes follow the recordings in ``../shared/data/llama-server/`` (README.md there): ``/props``,
 ``/slots``, ``/health``, ``/tokenize`` and ``/v1/chat/completions`` with ``timings``, a per-slot prompt
-cache, tool calls, ``reasoning_content`` and the ``exceed_context_size_error``. With ``degraded=True`` it
+cache, tool calls, ``reasoning_content`` and the ``exceed_context_size_error``;
+``POST /slots/<id>?action=erase`` empties a slot's cache (``{"id_slot", "n_erased"}``; like
+llama-server it waits for a busy slot). With ``degraded=True`` it
 is an OpenAI-compatible server without slots instead (like llama-cpp-python's): no ``/props``, ``/slots``
 or ``/tokenize``, no ``timings``, only ``usage``, and the OpenAI-style context error.
 
@@ -195,6 +197,7 @@ class FakeLlamaServer:
         self.port = port
         self.slots = [Slot(i) for i in range(max(slots, 1))]
         self.requests: list[tuple[str, Any]] = []
+        self.erased: list[int] = []  # slots whose cache `POST /slots/<id>?action=erase` emptied, in order
         self.spans: list[tuple[int, float, float]] = []
         self.queued = 0
         self._state = threading.Lock()
@@ -244,7 +247,9 @@ class FakeLlamaServer:
         """An ``httpx.MockTransport`` that answers with this server's logic, without a socket."""
 
         def handle(request: httpx.Request) -> httpx.Response:
-            status, reply = self.handle(request.method, request.url.path, request.content)
+            status, reply = self.handle(
+                request.method, request.url.path, request.content, request.url.query.decode("ascii")
+            )
             return httpx.Response(status, json=reply)
 
         return httpx.MockTransport(handle)
@@ -261,8 +266,8 @@ class FakeLlamaServer:
 
     # The logic -------------------------------------------------------------------------------------
 
-    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
-        """Answer one request: (HTTP status, JSON reply)."""
+    def handle(self, method: str, path: str, raw: bytes, query: str = "") -> tuple[int, Any]:
+        """Answer one request: (HTTP status, JSON reply); `query` is the URL's query string."""
         body: Any = None
         if raw:
             try:
@@ -287,6 +292,9 @@ class FakeLlamaServer:
             return self._tokenize(body)
         if (method, path) == ("POST", "/v1/chat/completions"):
             return self._chat(body)
+        slot_action = re.fullmatch(r"/slots/(\d+)", path)
+        if method == "POST" and slot_action and not self.degraded:
+            return self._slot_action(int(slot_action.group(1)), query)
         if self.degraded:
             return 404, {"detail": "Not Found"}
         return 404, self._error(404, "File Not Found", "not_found_error")
@@ -318,6 +326,20 @@ class FakeLlamaServer:
                 {"id": s.id, "n_ctx": self.n_ctx, "speculative": False, "is_processing": s.processing}
                 for s in self.slots
             ]
+
+    def _slot_action(self, slot_id: int, query: str) -> tuple[int, Any]:
+        """``POST /slots/<id>?action=erase``: empty the slot's cache (waiting while it is busy)."""
+        if "action=erase" not in query.split("&"):
+            return 400, self._error(400, "Invalid action", "invalid_request_error")
+        if slot_id >= len(self.slots):
+            return 400, self._error(400, "Invalid slot ID", "invalid_request_error")
+        slot = self.slots[slot_id]
+        with slot.lock:
+            erased = len(slot.held)
+            slot.held = []
+        with self._state:
+            self.erased.append(slot_id)
+        return 200, {"id_slot": slot_id, "n_erased": erased}
 
     def _tokenize(self, body: Any) -> tuple[int, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("content"), str):
@@ -481,7 +503,8 @@ def _handler_for(server: FakeLlamaServer) -> type[BaseHTTPRequestHandler]:
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            status, reply = server.handle(self.command, self.path.split("?")[0], raw)
+            path, _, query = self.path.partition("?")
+            status, reply = server.handle(self.command, path, raw, query)
             data = json.dumps(reply).encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")

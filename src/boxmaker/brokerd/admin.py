@@ -6,7 +6,9 @@
 - ``approvals``: the calls waiting for the owner (id, session, tool, arguments, since);
 - ``approve ID`` / ``deny ID``: answer one (``refused:not-found`` when nothing waits under ID);
 - ``grants``: the owner's grants, the built-ins, and the problems found in ``grants/``;
-- ``sessions``: each session's label.
+- ``sessions``: each session's label;
+- ``erase-plan`` / ``erase`` (args ``{"sessions", "texts", "erasure_id"}``): an authorised erasure in
+  brokerd's files (`boxmaker.brokerd.erase`).
 
 An unknown command answers with data ``{"code": "refused:unknown-command"}`` and a sentence listing the
 commands. `text` escapes everything that came from outside (``proto.escape``); `data` is raw JSON.
@@ -19,6 +21,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from boxmaker.brokerd import erase
 from boxmaker.brokerd.grants import Grant, GrantSet
 from boxmaker.brokerd.ledger import label_json
 from boxmaker.proto.escape import escape_line
@@ -51,9 +54,11 @@ def status(broker: Brokerd) -> StatusReply:
 
 def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
     """Run one owner command."""
+    if request.command in ("erase-plan", "erase"):  # seed 003 section 12.3 (`erase` module)
+        return erase.handle(broker, request)
     command = COMMANDS.get(request.command)
     if command is None:
-        names = ", ".join(sorted(COMMANDS))
+        names = ", ".join([*sorted(COMMANDS), "erase-plan", "erase"])
         return BrokerAdminReply(
             text=f"brokerd has no command {request.command!r}; the commands are {names}",
             data={"code": "refused:unknown-command"},

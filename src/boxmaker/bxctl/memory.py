@@ -565,3 +565,10 @@ def memory_replay(state: State, into: Path, memory_socket: Path | None, as_json:
         bxctl memory replay --into /tmp/replayed && diff -r /tmp/replayed ~/.local/share/boxmaker/memory
     """
     client.emit(client.admin(_socket(state, memory_socket), "replay", str(into.absolute())), as_json)
+
+
+# Erasure (seed 003 section 12.3): `bxctl memory erase`, `bxctl memory erasures` (module `erase`).
+from boxmaker.bxctl.erase import memory_erase, memory_erasures  # noqa: E402
+
+memory.add_command(memory_erase)
+memory.add_command(memory_erasures)

@@ -254,6 +254,41 @@ class ModelClient:
             raise ModelError("the model server's /tokenize reply has no list `tokens`")
         return len(tokens)
 
+    def erase_slot(self, slot: int, wait: float = 30.0) -> str:
+        """Erase one slot's prompt cache: ``POST /slots/<slot>?action=erase`` (llama-server; seed 003
+        section 12.3's model-server holder). Waits up to `wait` seconds for a completion of this
+        client on the slot to finish first.
+
+        Returns:
+            "" when the server answered 200, else why not (in words: busy, the HTTP status and the
+            server's message).
+
+        Raises:
+            ModelUnreachable: no connection.
+        """
+        lock = self._slot_lock(slot)
+        if not lock.acquire(timeout=wait):
+            return f"slot {slot} stayed busy for {wait:g} s"
+        try:
+            path = f"/slots/{slot}?action=erase"
+            try:
+                response = self._http.request("POST", path, timeout=wait)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.NetworkError) as exc:
+                raise ModelUnreachable(f"{self.url}{path}", _reason(exc)) from exc
+            except httpx.HTTPError as exc:
+                return f"slot {slot}: {_reason(exc)}"
+        finally:
+            lock.release()
+        if response.status_code == 200:
+            return ""
+        try:
+            detail = response.json()
+        except ValueError:
+            detail = None
+        message = detail.get("error", {}).get("message") if isinstance(detail, dict) else None
+        said = f": {message}" if isinstance(message, str) else ""
+        return f"slot {slot}: HTTP {response.status_code}{said}"
+
     def close(self) -> None:
         """Close the connections."""
         self._http.close()

@@ -15,6 +15,7 @@ import os
 import threading
 from typing import Any
 
+from boxmaker.loopd import erase
 from boxmaker.loopd.broker import BrokerdClient
 from boxmaker.loopd.config import Config
 from boxmaker.loopd.jobs import JobsInvalid
@@ -259,14 +260,17 @@ class Server:
         )
 
     def admin(self, request: LoopAdmin) -> LoopAdminReply:
-        """The owner's commands: ``jobs`` (each job, its next run and its last result) and
-        ``compacting`` (the sessions being compacted now)."""
+        """The owner's commands: ``jobs`` (each job, its next run and its last result),
+        ``compacting`` (the sessions being compacted now), and ``erase-plan`` / ``erase`` (an
+        authorised erasure in loopd's files and the model server's cache; `erase` module)."""
+        if request.command in ("erase-plan", "erase"):
+            return self.erase(request)
         if request.command == "compacting":
             busy = self.loop.compacting()
             return LoopAdminReply(text="\n".join(busy) or "(none)", data=busy)
         if request.command != "jobs":
             return LoopAdminReply(
-                text=f"loopd has no command {request.command!r}; it has: jobs, compacting",
+                text=f"loopd has no command {request.command!r}; it has: jobs, compacting, erase-plan, erase",
                 data={"code": "refused:unknown-command"},
             )
         rows = self.scheduler.listing() if self.scheduler is not None else []
@@ -283,6 +287,26 @@ class Server:
         if problem:  # a broken job file: said first, and bxctl exits 1
             data = {"code": "refused:jobs-invalid", "problem": problem, "jobs": rows}
         return LoopAdminReply(text="\n".join(lines), data=data)
+
+    def erase(self, request: LoopAdmin) -> LoopAdminReply:
+        """``erase-plan`` and ``erase`` (seed 003 section 12.3): see `boxmaker.loopd.erase`."""
+        execute = request.command == "erase"
+        try:
+            parsed = erase.parse(request.args, execute)
+        except erase.BadRequest as exc:
+            return LoopAdminReply(text=f"refused (arguments): {exc}", data={"code": "refused:arguments"})
+        try:
+            info = self.server_info()
+        except ServerMismatch:
+            info = self.info
+        if not execute:
+            planned = erase.plan(self.loop, parsed, info)
+            lines = [f"loopd: {len(parsed.sessions)} session(s) in scope"]
+            lines += [f"  {h['holder_ref']}: {h['holds']}" for h in planned["holders"]]
+            return LoopAdminReply(text="\n".join(lines), data={"code": "ok", **planned})
+        done = erase.execute(self.loop, parsed, self.model, info)
+        lines = [f"loopd: {h['holder_ref']} {h['result']}" for h in done["holders"]]
+        return LoopAdminReply(text="\n".join(lines), data={"code": "ok", **done})
 
     def status(self) -> StatusReply:
         """loopd's status: the model server it uses and what it said about itself."""

@@ -203,6 +203,7 @@ class Session:
             self._count(record)
         self._messages: list[dict[str, Any]] = []
         self._append_lock = threading.Lock()  # a turn and a tool summary may append at once
+        self.reread = False  # set by an erasure that rewrote the files: read them again before reuse
         self._replay()
         self._seen = self._stat()
 
@@ -388,7 +389,12 @@ class Session:
 
     def unchanged(self) -> bool:
         """True when nobody but this session touched its log or baseline since its last write."""
-        return self._seen is not None and self._stat() == self._seen
+        return not self.reread and self._seen is not None and self._stat() == self._seen
+
+    @property
+    def append_lock(self) -> threading.Lock:
+        """Held while a record is appended; an erasure holds it while it rewrites the files."""
+        return self._append_lock
 
     def _count(self, record: Record) -> None:
         if isinstance(record, User):

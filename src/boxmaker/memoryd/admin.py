@@ -25,6 +25,9 @@
 | export | arg: absolute path; args: {"omit_withdrawn": bool} | writes a bundle there (`bundle`) |
 | import | arg: absolute path of a bundle | validates it whole, then imports it, or refuses |
 | replay | arg: absolute path of a new or empty folder | rebuilds the files there from the journal |
+| erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
+| erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
+| erasures | | the erasure tombstones (memory/erasures.jsonl) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -42,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from boxmaker.memoryd import arguments, itemops, review, sentences
+from boxmaker.memoryd import arguments, erase, itemops, review, sentences
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.controls import Scope
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
@@ -75,6 +78,9 @@ NO_ARG = frozenset(
         "items",
         "supersede",
         "archive",
+        "erase-plan",
+        "erase",
+        "erasures",
     }
 )
 #: The keys of `args` each command takes (any other key is refused, naming it).
@@ -89,6 +95,9 @@ ARGS: dict[str, frozenset[str]] = {
     "items": frozenset({"all", "kind", "status", "subject"}),
     "supersede": frozenset({"old", "new"}),
     "export": frozenset({"omit_withdrawn"}),
+    # erasure (seed 003 section 12.3; `erase` module)
+    "erase-plan": frozenset({"items", "sessions", "texts", "reserve"}),
+    "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
 }
 ARGS["item-status"] = frozenset({"status"})
 
@@ -564,6 +573,39 @@ def _replay(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     )
 
 
+# Erasure (seed 003 section 12.3) ---------------------------------------------------------------------
+
+
+def _erase_plan(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """What an erasure would change in memoryd's files (nothing is changed). `data.texts` are for
+    bxctl to pass to loopd and brokerd; bxctl never prints them."""
+    result = erase.plan(memory, request.args)
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    lines = [f"memoryd ({result['erasure_id']}): scope {', '.join(result['scope_refs'])}"]
+    for row in result["holders"]:
+        holds = "?" if row["holds"] is None else _plural(row["holds"], "match", "matches")
+        lines.append(f"  {row['holder_ref']}: {holds}")
+    return MemoryAdminReply("\n".join(lines), {"code": "ok", **result})
+
+
+def _erase(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """Erase in memoryd's files and write the tombstone (`erase.execute`)."""
+    result = erase.execute(memory, request.args)
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    return MemoryAdminReply(erase.describe(result), {"code": "ok", "tombstone": result})
+
+
+def _erasures(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """The erasure tombstones, oldest first."""
+    del request
+    found = erase.tombstones(memory.config.layout.memory)
+    if not found:
+        return MemoryAdminReply("(no erasures)", [])
+    return MemoryAdminReply("\n".join(erase.describe(t) for t in found), found)
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -588,4 +630,7 @@ COMMANDS: dict[str, Command] = {
     "export": _export,
     "import": _import,
     "replay": _replay,
+    "erase-plan": _erase_plan,
+    "erase": _erase,
+    "erasures": _erasures,
 }

@@ -352,6 +352,28 @@ class Index:
         except Exception:
             log.exception("memory-index-damaged: rebuilding the index failed; run `bxctl reindex`")
 
+    def seal(self) -> None:
+        """After an erasure's `rebuild` (seed 003 section 12.3): leave no page of the old index
+        anywhere. The new file is vacuumed when it has free pages, checkpointed, and switched out of
+        WAL and back (which deletes the -wal file), and leftovers of earlier files in the folder (a
+        ``.new`` build, ``.damaged-*`` copies moved aside) are removed.
+
+        Raises:
+            sqlite3.Error: when the file cannot be written.
+        """
+        with self._catching, self._lock, self.readers.closed():
+            conn = self.db.conn
+            if conn.execute("PRAGMA freelist_count").fetchone()[0]:
+                conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("PRAGMA journal_mode=DELETE")
+            conn.execute("PRAGMA journal_mode=WAL")
+            for path in self.path.parent.iterdir():
+                name = path.name
+                if name.startswith(f"{self.path.name}.new") or name.startswith(f"{self.path.name}.damaged-"):
+                    path.unlink(missing_ok=True)
+            fsio.fsync_dir(self.path.parent)
+
     def _fill(self, db: IndexDB) -> tuple[bytes, Stat]:
         """Catch `db` up with every session and notes.md; returns the notes.md it saw."""
         db.catch_up_all()

@@ -99,6 +99,11 @@ def parse(text: str) -> list[Note]:
     return notes
 
 
+def is_header(line: str) -> bool:
+    """True for a notes.md header line (``§ noted …``, ``§ moved …``, ``§ dropped …``)."""
+    return _HEADER.match(line) is not None
+
+
 def _split(text: str) -> Iterator[tuple[re.Match[str] | None, str]]:
     head: re.Match[str] | None = None
     lines: list[str] = []

@@ -430,3 +430,32 @@ def replay_not_empty(path: str) -> Refusal:
 def unwritable(path: str, why: str) -> Refusal:
     """An export or a replay cannot write its target."""
     return Refusal("refused:unavailable", f"{path} cannot be written ({why}); nothing was written")
+
+
+# Erasure (seed 003 section 12.3; docs/runbook.md `erasure`) ----------------------------------------
+
+ERASE_NO_SCOPE = Refusal(
+    "refused:scope",
+    "refused (scope): name at least one item (--item mem-…) or session (--session ID) to erase; "
+    "nothing was changed",
+)
+ERASE_AUTHORITY = Refusal(
+    "refused:authority",
+    "refused (authority): the authority reference must be 1 to 80 characters of A-Z, a-z, 0-9 and "
+    "'._:/-' (a ticket or request id, not a sentence); nothing was changed",
+)
+
+
+def erase_unknown_item(item: str) -> Refusal:
+    """An `--item` that the item store does not hold."""
+    return Refusal(
+        "refused:not-found",
+        f"refused (not-found): there is no item {item} (see bxctl memory items); nothing was changed",
+    )
+
+
+ERASE_ID_TAKEN = Refusal(
+    "refused:erasure-id",
+    "refused (erasure-id): the erasure id is not one memoryd handed out for this erasure; run "
+    "bxctl memory erase again",
+)

@@ -151,6 +151,8 @@ class Memoryd:
             if config.archive
             else None
         )
+        #: Erasure ids handed out by `erase_plan` for an erasure about to run (seed 003 section 12.3).
+        self.reserved_erasures: set[str] = set()
 
     def open(self) -> list[str]:
         """Create missing files, complete an interrupted edit, open the index and start bringing it

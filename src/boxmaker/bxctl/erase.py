@@ -1,0 +1,320 @@
+"""``bxctl memory erase`` and ``bxctl memory erasures``: authorised erasure (seed 003 section 12.3,
+checklist 21; docs/runbook.md `erasure`).
+
+Without ``--yes`` bxctl only plans: it asks loopd (``loop_admin erase-plan``) for the texts of the
+sessions named, memoryd (``memory_admin erase-plan``) for the items and texts of the scope and what
+its files hold, then loopd again and brokerd (``broker_admin erase-plan``) what theirs hold, and
+prints every holder. Nothing changes.
+
+With ``--yes`` each role erases in its own files, in this order: loopd (the sessions' folders, the
+other sessions' logs and baselines, the model server's slots), brokerd (label files, audit log), then
+memoryd (every file under memory/, the index) which writes the tombstone with every holder's result.
+The erased texts pass from role to role through bxctl's memory only; bxctl never prints them.
+
+A role that does not answer: its holders are ``unevaluated`` (limitation ``role-down``), the others
+still erase, and bxctl exits 1 saying which role. Without memoryd no tombstone can be written (it
+says so); the scope's item texts are then unknown, so only the sessions are erased.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from boxmaker.bxctl import client, roles
+from boxmaker.bxctl.state import State, pass_state
+from boxmaker.proto import erasure
+from boxmaker.proto.erasure import UNEVALUATED
+from boxmaker.proto.escape import escape_line
+from boxmaker.proto.ids import is_session_id
+from boxmaker.proto.messages import BrokerAdmin, LoopAdmin, MemoryAdmin
+
+_ITEM_ID = r"^mem-\d{4}-\d{2}-\d{2}-\d{3,}\Z"
+
+#: The holders listed for a role that does not answer (with the sessions' own refs added).
+MEMORYD_HOLDERS = (
+    "memory/items.jsonl",
+    "memory/notes.md",
+    "memory/memory.md",
+    "memory/user.md",
+    "memory/archive/",
+    "memory/edits/",
+    "memory/recalls/",
+    "memory/pending.jsonl",
+    "memory/controls.jsonl",
+    "memory/projections",
+    "index/memory.sqlite3",
+)
+
+
+class _Down(Exception):
+    """A role did not answer (or answered with an error frame)."""
+
+
+def _ask(role: str, path: Path, body: Any, timeout: float = 600.0) -> dict[str, Any]:
+    """One request; a refused reply (``data.code`` refused:…) exits 1 at once: nothing ran yet, or
+    the role refused the whole erasure.
+
+    Raises:
+        _Down: the role did not answer.
+    """
+    try:
+        reply = client.request(role, path, body, timeout=timeout)
+    except client.RoleUnreachable as exc:
+        raise _Down(exc.message) from None
+    except client.RoleRefused as exc:
+        raise _Down(f"{role} answered with an error: {exc.message}") from None
+    data: Any = getattr(reply, "data", None)
+    if not isinstance(data, dict):
+        raise _Down(f"{role} answered {type(reply).__name__}")
+    code = str(data.get("code", ""))
+    if code.startswith("refused:"):
+        raise client.RoleRefused(getattr(reply, "text", code))
+    found: dict[str, Any] = data
+    return found
+
+
+def _down_holders(refs: list[str]) -> list[dict[str, Any]]:
+    return [erasure.holder(ref, UNEVALUATED, "role-down") for ref in refs]
+
+
+def _check_ids(items: tuple[str, ...], sessions: tuple[str, ...], authority: str) -> None:
+    for item in items:
+        if not re.match(_ITEM_ID, item):
+            raise click.BadParameter(f"{item!r} is not an item id mem-YYYY-MM-DD-NNN", param_hint="--item")
+    for session in sessions:
+        if not is_session_id(session) or session == "owner":
+            raise click.BadParameter(f"{session!r} is not a session id", param_hint="--session")
+    if not items and not sessions:
+        raise click.UsageError("name at least one --item or --session to erase")
+    if not erasure.is_authority(authority):
+        raise click.BadParameter(
+            "1 to 80 characters of A-Z, a-z, 0-9 and '._:/-' (a ticket or request id, not a sentence: "
+            "the tombstone keeps it)",
+            param_hint="--authority",
+        )
+
+
+def _holder_line(row: dict[str, Any], reasons: dict[str, str]) -> str:
+    limitation = row.get("limitation_ref")
+    why = ""
+    if limitation:
+        why = f" ({limitation}: {erasure.LIMITATIONS.get(str(limitation), '')}"
+        extra = reasons.get(str(row.get("holder_ref")))
+        why += f"; {escape_line(extra)})" if extra else ")"
+    holds = row.get("holds", "-")
+    count = "" if "holds" not in row else f"  [{'?' if holds is None else holds}]"
+    return f"  {row.get('result', '?'):<20} {row.get('holder_ref')}{count}{why}"
+
+
+@dataclass
+class _Erasure:
+    """One run of ``bxctl memory erase``: the scope, the sockets, and what each role answered."""
+
+    items: tuple[str, ...]
+    sessions: tuple[str, ...]
+    authority: str
+    sockets: dict[str, Path]
+    down: dict[str, str] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
+    erasure_id: str = ""
+
+    def ask(self, role: str, body: Any, timeout: float = 600.0) -> dict[str, Any] | None:
+        """Ask `role`; None (and the reason in `down`) when it does not answer."""
+        if role in self.down:
+            return None
+        try:
+            return _ask(role, self.sockets[role], body, timeout)
+        except _Down as exc:
+            self.down[role] = str(exc)
+            return None
+
+    def loop_plan(self, texts: list[str]) -> dict[str, Any] | None:
+        args = {"sessions": list(self.sessions), "texts": texts}
+        return self.ask("loopd", LoopAdmin(command="erase-plan", args=args))
+
+    def plan(self, reserve: bool) -> tuple[dict[str, Any] | None, ...]:
+        """Every role's plan: (memoryd, loopd, brokerd); sets `texts` and `erasure_id`."""
+        loop = self.loop_plan([])
+        loop_texts = sorted(loop["texts"]) if loop else []
+        args = {"items": list(self.items), "sessions": list(self.sessions), "texts": loop_texts}
+        memory = self.ask("memoryd", MemoryAdmin(command="erase-plan", args={**args, "reserve": reserve}))
+        self.texts = sorted(set(memory["texts"]) if memory else set(loop_texts))
+        self.erasure_id = str(memory["erasure_id"]) if memory else ""
+        if loop is not None and self.texts != loop_texts:
+            loop = self.loop_plan(self.texts)
+        broker_args = {"sessions": list(self.sessions), "texts": self.texts}
+        broker = self.ask("brokerd", BrokerAdmin(command="erase-plan", args=broker_args))
+        return memory, loop, broker
+
+    def execute(self, decided_at: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, str]]:
+        """loopd, brokerd, then memoryd erase; (the tombstone or None, every holder, reasons)."""
+        args = {"sessions": list(self.sessions), "texts": self.texts, "erasure_id": self.erasure_id}
+        holders: list[dict[str, Any]] = []
+        reasons: dict[str, str] = {}
+        done = self.ask("loopd", LoopAdmin(command="erase", args=args), timeout=3600.0)
+        if done is not None:
+            holders += done["holders"]
+            reasons.update(done.get("reasons") or {})
+        else:
+            refs = [f"sessions/{s}/" for s in self.sessions] + ["sessions/", "model-server:slot-cache"]
+            holders += _down_holders(refs)
+        done = self.ask("brokerd", BrokerAdmin(command="erase", args=args), timeout=3600.0)
+        if done is not None:
+            holders += done["holders"]
+        else:
+            holders += _down_holders([f"broker/sessions/{s}.json" for s in self.sessions] + ["broker/audit/"])
+        memory_args = {
+            "items": list(self.items),
+            **args,
+            "authority": self.authority,
+            "decided_at": decided_at,
+            "holders": holders,
+        }
+        done = self.ask("memoryd", MemoryAdmin(command="erase", args=memory_args), timeout=3600.0)
+        if done is None:
+            return None, holders + _down_holders(list(MEMORYD_HOLDERS)), reasons
+        return done["tombstone"], holders, reasons
+
+
+@click.command(name="erase")
+@click.option("--item", "items", multiple=True, metavar="ID", help="An item to erase (repeatable).")
+@click.option(
+    "--session", "sessions", multiple=True, metavar="ID", help="A whole session to erase (repeatable)."
+)
+@click.option(
+    "--authority",
+    required=True,
+    metavar="REF",
+    help="Who authorised it: a short reference (ticket or request id, 1-80 of A-Z a-z 0-9 ._:/-).",
+)
+@click.option("--yes", is_flag=True, help="Erase (without it, only the plan is printed; nothing changes).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@pass_state
+def memory_erase(  # noqa: PLR0917 (click passes each option as an argument)
+    state: State, items: tuple[str, ...], sessions: tuple[str, ...], authority: str, yes: bool, as_json: bool
+) -> None:
+    """Erase items or whole sessions from every holder, irreversibly, and record a tombstone.
+
+    This is not `forget` (that is withdrawal): it destroys the text in memory files, session logs,
+    the audit log, the index and the model server's cache. Run it without --yes first and read the
+    plan; exit 1 when a role does not answer (its holders are then unevaluated).
+
+    \b
+    Example:
+        bxctl memory erase --session chat-abc --authority ticket-42
+        bxctl memory erase --item mem-2026-11-29-003 --authority ticket-42 --yes
+    """
+    _check_ids(items, sessions, authority)
+    layout = state.layout
+    sockets = {
+        "memoryd": roles.MEMORYD.socket(layout),
+        "loopd": roles.LOOPD.socket(layout),
+        "brokerd": roles.BROKERD.socket(layout),
+    }
+    decided_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    run = _Erasure(items, sessions, authority, sockets)
+    memory, loop, broker = run.plan(reserve=yes)
+    if not yes:
+        _print_plan(run, memory, loop, broker, as_json)
+    else:
+        tombstone, holders, reasons = run.execute(decided_at)
+        _print_receipt(tombstone, holders, reasons, run.down, as_json)
+    if run.down:
+        raise SystemExit(1)
+
+
+def _print_plan(
+    run: _Erasure,
+    memory: dict[str, Any] | None,
+    loop: dict[str, Any] | None,
+    broker: dict[str, Any] | None,
+    as_json: bool,
+) -> None:
+    authority, erasure_id, down = run.authority, run.erasure_id, run.down
+    scope_refs = memory["scope_refs"] if memory else [*run.items, *run.sessions]
+    roles_rows = {
+        "memoryd": memory["holders"] if memory else None,
+        "loopd": loop["holders"] if loop else None,
+        "brokerd": broker["holders"] if broker else None,
+    }
+    if as_json:
+        plan = {
+            "erasure_id": erasure_id or None,
+            "scope_refs": scope_refs,
+            "authority_ref": authority,
+            "holders": roles_rows,
+            "down": down,
+            "live_sessions": loop.get("live", []) if loop else None,
+            "changed": False,
+        }
+        click.echo(json.dumps(plan, ensure_ascii=True, indent=2))
+        return
+    lines = [
+        f"plan of erasure {erasure_id or '(no id: memoryd does not answer)'} (authority {authority}); "
+        "nothing has changed yet",
+        f"scope: {', '.join(scope_refs)}",
+    ]
+    if memory and memory.get("items"):
+        lines.append(f"items erased: {', '.join(memory['items'])}")
+    for role, rows in roles_rows.items():
+        if rows is None:
+            lines.append(f"{role}: unevaluated: {down.get(role, '')}")
+            continue
+        lines.append(f"{role}: [matches or files held]")
+        lines += [_holder_line(row, {}) for row in rows]
+    lines.append("exports outside the home and copies elsewhere cannot be vouched for by bxctl")
+    lines.append("run again with --yes to erase; it cannot be undone")
+    click.echo("\n".join(lines))
+
+
+def _print_receipt(
+    tombstone: dict[str, Any] | None,
+    holders: list[dict[str, Any]],
+    reasons: dict[str, str],
+    down: dict[str, str],
+    as_json: bool,
+) -> None:
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"tombstone": tombstone, "holders": holders, "down": down}, ensure_ascii=True, indent=2
+            )
+        )
+        return
+    if tombstone is not None:
+        head = (
+            f"erased: {tombstone['erasure_id']} (authority {tombstone['authority_ref']}); "
+            f"scope {', '.join(tombstone['scope_refs'])}; tombstone in memory/erasures.jsonl"
+        )
+        rows = tombstone["holders"]
+    else:
+        head = "erased what the roles that answered hold; NO tombstone was written (memoryd does not answer)"
+        rows = holders
+    lines = [head] + [_holder_line(row, reasons) for row in rows]
+    for role, why in down.items():
+        lines.append(f"{role} did not answer, so its holders are unevaluated: {why}")
+    click.echo("\n".join(lines))
+
+
+@click.command(name="erasures")
+@click.option(
+    "--memory-socket", type=click.Path(path_type=Path, dir_okay=False), help="memoryd's admin socket."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@pass_state
+def memory_erasures(state: State, memory_socket: Path | None, as_json: bool) -> None:
+    """List the erasure tombstones (memory/erasures.jsonl): scope, authority, each holder's result.
+
+    \b
+    Example:
+        bxctl memory erasures --json
+    """
+    path = memory_socket or roles.MEMORYD.socket(state.layout)
+    client.emit(client.admin(path, "erasures"), as_json)

@@ -1,0 +1,77 @@
+"""memoryd's side of an erasure (seed 003 section 12.3): notes keep their headers and positions,
+identity entries go, the journal and recall log are scrubbed, the tombstone is content-free."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from boxmaker.memoryd import erase
+from boxmaker.memoryd.arguments import Add
+from boxmaker.memoryd.notes import parse
+from boxmaker.memoryd.writer import Caller
+from boxmaker.proto.labels import DataClass, Label
+
+TEXT = "The alarm code is HERON-4410-BISON"
+
+
+def test_a_session_erasure_scrubs_memoryd_files_and_keeps_note_positions(service: Any) -> None:
+    label = Label(DataClass.PRIVATE, False)
+    service.writer.note(Caller("chat-gone", "c1", label), TEXT, "note")
+    service.writer.note(Caller("chat-kept", "c2", label), "The kettle is blue.", "note")
+    service.writer.memory(Caller("chat-gone", "c3", label), Add(file="user", text=f"{TEXT}."))
+    service.recaller.recall("alarm code HERON", 5, "chat-kept")
+    memory_dir = service.config.layout.memory
+    keys = [n.key for n in parse(service.store.read_notes())]
+
+    planned = erase.plan(service, {"sessions": ["chat-gone"], "texts": [], "reserve": True})
+    assert isinstance(planned, dict)
+    assert TEXT in planned["texts"]
+    rows = {h["holder_ref"]: h["holds"] for h in planned["holders"]}
+    assert rows["memory/notes.md"] == 1
+    assert rows["memory/user.md"] == 1
+    args = {
+        "sessions": ["chat-gone"],
+        "texts": [],
+        "authority": "ticket-7",
+        "erasure_id": planned["erasure_id"],
+        "holders": [],
+    }
+    tombstone = erase.execute(service, args)
+    assert isinstance(tombstone, dict)
+    notes = parse(service.store.read_notes())
+    assert [n.key for n in notes] == keys  # positions and header times stay
+    assert notes[0].text == f"[erased {tombstone['erasure_id']}]"
+    assert notes[1].text == "The kettle is blue."
+    assert (memory_dir / "user.md").read_text(encoding="utf-8") == ""
+    for path in memory_dir.rglob("*"):
+        if path.is_file():
+            assert b"HERON" not in path.read_bytes(), path
+    for path in service.config.layout.index.iterdir():
+        assert b"HERON" not in path.read_bytes().upper(), path
+    recall_lines = [
+        json.loads(line)
+        for f in (memory_dir / "recalls").glob("*.jsonl")
+        for line in f.read_text(encoding="ascii").splitlines()
+    ]
+    assert all("HERON" not in r["query"] for r in recall_lines)
+    stored = (memory_dir / "erasures.jsonl").read_text(encoding="ascii")
+    assert hashlib.sha256(TEXT.encode()).hexdigest() not in stored
+    assert json.loads(stored)["holders"][0]["holder_ref"] == "memory/items.jsonl"
+    journal = service.journal.entries_newest_first()
+    last = next(journal)
+    assert last["action"] == "erase"
+    assert last["tombstone"] == tombstone
+    assert erase.execute(service, args) == erase.sentences.ERASE_ID_TAKEN  # an id is used once
+
+
+def test_an_authority_that_is_a_sentence_is_refused(service: Any) -> None:
+    planned = erase.plan(service, {"sessions": ["chat-x"], "reserve": True})
+    assert isinstance(planned, dict)
+    refused = erase.execute(
+        service,
+        {"sessions": ["chat-x"], "authority": "because I said so", "erasure_id": planned["erasure_id"]},
+    )
+    assert refused == erase.sentences.ERASE_AUTHORITY
+    assert not (service.config.layout.memory / "erasures.jsonl").exists()
