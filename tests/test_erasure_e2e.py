@@ -166,7 +166,9 @@ def test_checklist_21_erasure_receipt_and_byte_search(box: Box) -> None:
         "holders",
     }
     assert tombstone["erasure_id"].startswith("memerase-")
-    assert tombstone["scope_refs"] == ["chat-secret"]
+    # the session and the item its note became (captured there, so erased with it)
+    assert tombstone["scope_refs"][-1] == "chat-secret"
+    assert [r[:4] for r in tombstone["scope_refs"][:-1]] == ["mem-"]
     assert tombstone["authority_ref"] == "ticket-42"
     got = results(tombstone)
     for ref in (
