@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from item_helpers import capture, commit_events, set_status, stamp, supersede, withdraw, withdrawn_by_id
 
-from boxmaker.memoryd import replay
+from boxmaker.memoryd import erase, replay
 from boxmaker.memoryd.arguments import Add, Replace
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.service import Memoryd
@@ -251,6 +251,48 @@ def test_replaying_the_journal_rebuilds_the_files_byte_for_byte(
     assert "topics/experiments.md" not in original  # withdrawn
     for name in original:
         assert rebuilt[name] == original[name], name
+
+
+def test_replay_after_an_erasure_honours_its_tombstone(
+    home: Path, service: Memoryd, clock: Clock, tmp_path: Path
+) -> None:
+    """Seed 003 sections 7.1 (replayable) and 12.3: after an erasure, replaying the journal from empty
+    gives the scrubbed files, the tombstone included, and the erased text is nowhere in them."""
+    secret_text = "The locker_code is [ZEBRA-7741-QUOKKA]."  # escaped in generated Markdown
+    clean = Caller("chat-alpha", "c1", Label(DataClass.PRIVATE, False))
+    service.writer.note(clean, "A plain note that stays.", "note")
+    kept = capture(service, "Staging is 10.0.0.7.", kind="state", subject="host:staging-ip")
+    gone = capture(service, secret_text, scope="lockers")
+    service.writer.memory(OWNER, Add(file="user", text=secret_text))
+    service.archive_now("owner")
+    clock.advance(hours=1)
+    planned = erase.plan(service, {"items": [gone], "reserve": True})
+    assert isinstance(planned, dict)
+    tombstone = erase.execute(
+        service,
+        {"items": [gone], "authority": "ticket-42", "erasure_id": planned["erasure_id"]},
+    )
+    assert isinstance(tombstone, dict)
+    memory = home / "memory"
+    out = tmp_path / "replayed"
+    replay.replay(journal(service), out, withdrawn_by_id)
+
+    def files(root: Path) -> dict[str, bytes]:
+        wanted = ("items.jsonl", "notes.md", "memory.md", "user.md", "index.md", "erasures.jsonl")
+        return {
+            str(p.relative_to(root)): p.read_bytes()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and (p.name in wanted or p.parent.name in ("archive", "topics"))
+        }
+
+    original, rebuilt = files(memory), files(out)
+    assert sorted(original) == sorted(rebuilt)
+    assert "erasures.jsonl" in original
+    for name in original:
+        assert rebuilt[name] == original[name], name
+        assert b"ZEBRA-7741" not in rebuilt[name], name
+    assert service.items.get(kept) is not None and not service.items.items()[kept].erased
+    assert service.items.items()[gone].erased
 
 
 def test_bxctl_style_replay_refuses_a_folder_that_is_not_empty(service: Memoryd, tmp_path: Path) -> None:

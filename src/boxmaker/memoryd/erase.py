@@ -52,6 +52,7 @@ from boxmaker.memoryd import sentences
 from boxmaker.memoryd.entries import BY_NAME, file_content, normalise_newlines, parse_entries
 from boxmaker.memoryd.items import ITEMS_FILE, ItemStore, is_item_id, item_id_of
 from boxmaker.memoryd.journal import Append, Change, encode_line, read_jsonl
+from boxmaker.memoryd.mdtext import md_text
 from boxmaker.memoryd.notes import is_header
 from boxmaker.memoryd.notes import parse as parse_notes
 from boxmaker.memoryd.sentences import Refusal
@@ -250,16 +251,29 @@ class Rules:
             return self.scrubber.jsonl(data, line=self._recall_line)
         if name.endswith(".jsonl"):
             return self.scrubber.jsonl(data)
+        if name.endswith(".md"):
+            return self.scrubber.raw(self._markdown(data))
         return self.scrubber.raw(data)
+
+    def _markdown(self, data: bytes) -> bytes:
+        """Generated Markdown (archive, index, topics) shows texts escaped (`mdtext.md_text`): their
+        escaped forms become the escaped marker, as a replay renders it."""
+        mark = md_text(self.scrubber.mark).encode("utf-8")
+        for form in md_forms(self.scrubber):
+            if form in data:
+                self.scrubber.count += data.count(form)
+                data = data.replace(form, mark)
+        return data
 
     def _item_event(self, event: Any) -> bool:
         if (
             isinstance(event, dict)
             and event.get("event") == "capture"
             and event.get("id") in self.items
-            and event.get("text")
+            and event.get("text") != self.scrubber.mark
         ):
-            event["text"] = ""
+            # the marker, as the archive's rendering of it now reads, so a replay renders the same bytes
+            event["text"] = self.scrubber.mark
             self.scrubber.count += 1
             return True
         return False
@@ -552,6 +566,11 @@ def execute(memory: Memoryd, args: dict[str, Any]) -> dict[str, Any] | Refusal:
             "after": [],
             "tombstone": tombstone,
             "events": [event] if found.items else [],
+            # the identity files as the erasure left them (an entry equal to an erased text is
+            # removed, not marked), so a replay of the journal reproduces them
+            "identity": {
+                name: list(memory.store.read_identity(spec).entries) for name, spec in BY_NAME.items()
+            },
         }
         memory.journal.commit(Change(entry, appends))
         memory.reserved_erasures.discard(erasure_id)
@@ -584,11 +603,17 @@ def _scrub_memory(memory_dir: Path, rules: Rules) -> dict[str, tuple[str, str | 
             log.error("erasure: cannot rewrite %s: %s", path, exc)
             results[ref] = (PARTIAL, "write-failed")
             continue
-        if scrubber.remains(new):
+        if scrubber.remains(new) or any(form in new for form in md_forms(scrubber)):
             results[ref] = (PARTIAL, "remains")
         elif _short_remains(scrubber, new) and results[ref][0] == COMPLETED:
             results[ref] = (PARTIAL, "short-text")
     return results
+
+
+def md_forms(scrubber: Scrubber) -> list[bytes]:
+    """The long erased texts as generated Markdown shows them (`mdtext.md_text`), longest first."""
+    texts = [t for t in scrubber.whole if len(t) >= erasure.MIN_SUBSTRING]
+    return sorted({md_text(t).encode("utf-8") for t in texts}, key=lambda f: (-len(f), f))
 
 
 def _short_remains(scrubber: Scrubber, data: bytes) -> bool:

@@ -10,9 +10,11 @@ capability 5, "it must be replayable"; DESIGN 8).
 - ``events``: the item events appended to items.jsonl; for each ``archive`` event, the archive file's
   append, rendered from the fold as it stood before the event with the archive's own renderer
   (`archive.render_append`);
+- ``tombstone`` and ``identity``, on an erasure's line: the tombstone appended to erasures.jsonl, and
+  memory.md and user.md as the erasure left them;
 
 then the projections (`projections.render`) from the final fold, with the exclusion `exclusion_for`
-gives for `into` (the withdrawal module's, once wired; nothing excluded by default).
+gives for `into` (memoryd passes its controls' exclusion; nothing excluded by default).
 
 What the journal does not hold is not rebuilt: soul.md and conventions files (the owner's), text typed
 into notes.md by hand, pending.jsonl, recalls/ and the index. An erasure scrubs the journal with the
@@ -28,6 +30,7 @@ from typing import Any
 from boxmaker.memoryd import archive, projections
 from boxmaker.memoryd.bundle import CONTROLS_FILE
 from boxmaker.memoryd.entries import BY_NAME, file_content
+from boxmaker.memoryd.erase import ERASURES_FILE
 from boxmaker.memoryd.items import ITEMS_FILE, Item, fold
 from boxmaker.memoryd.journal import encode_line
 from boxmaker.proto import fsio
@@ -63,6 +66,15 @@ def replay(
         where, after = line.get("where"), line.get("after")
         if where in BY_NAME and isinstance(after, list):
             fsio.atomic_write(into / str(where), file_content([str(a) for a in after]).encode("utf-8"))
+        identity = line.get("identity")
+        if isinstance(identity, dict):
+            for name, entries in identity.items():
+                if name in BY_NAME and isinstance(entries, list):
+                    content = file_content([str(e) for e in entries])
+                    fsio.atomic_write(into / str(name), content.encode("utf-8"))
+        tombstone = line.get("tombstone")
+        if isinstance(tombstone, dict):
+            fsio.append_bytes(into / ERASURES_FILE, encode_line(tombstone) + b"\n")
         controls = line.get("controls")
         if isinstance(controls, list) and controls:
             fsio.append_bytes(into / CONTROLS_FILE, b"".join(encode_line(c) + b"\n" for c in controls))
