@@ -291,7 +291,8 @@ def test_replay_after_an_erasure_honours_its_tombstone(
     for name in original:
         assert rebuilt[name] == original[name], name
         assert b"ZEBRA-7741" not in rebuilt[name], name
-    assert service.items.get(kept) is not None and not service.items.items()[kept].erased
+    assert service.items.get(kept) is not None
+    assert not service.items.items()[kept].erased
     assert service.items.items()[gone].erased
 
 
