@@ -483,7 +483,7 @@ def test_a_credential_is_refused_on_every_path(home: Path, clock: Clock) -> None
         (CLEAN, Add(file="user", text="password=correct-horse-battery")),
         (
             CLEAN,
-            Replace_(old="The deploy key lives in the vault.", text="-----BEGIN OPENSSH PRIVATE KEY-----"),
+            Replace_(old="The deploy key lives in the vault.", text="-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"),
         ),
         (
             CLEAN,
