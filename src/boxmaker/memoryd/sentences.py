@@ -108,6 +108,13 @@ CONSOLIDATE_SHAPE = Refusal(
 )
 
 
+def field_refused(field: str, rule: str, sentence: str) -> Refusal:
+    """A capture field (subject, scope, corroborating_refs, inspired_by) fails the write check's
+    `rule`; `sentence` is the rule's own (``refused (<rule>): the text …``)."""
+    _, _, why = sentence.partition("): ")
+    return Refusal(f"refused:{rule}", f"refused ({rule}): in the field `{field}`, {why}")
+
+
 def arguments(why: str) -> Refusal:
     """The call's arguments do not have the tool's shape; `why` names the field."""
     return Refusal("refused:arguments", f"invalid arguments: {why}")
