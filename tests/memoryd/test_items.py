@@ -125,8 +125,9 @@ def test_a_supersede_of_an_item_no_longer_active_is_skipped() -> None:
 
 def test_a_note_is_captured_in_the_same_commit(memory: Memory) -> None:
     note = Note(text="The NAS answers on 10.0.0.7.", kind="state", subject="nas:ip", confidence="confirmed")
-    assert memory.do(CLEAN, note) == ("noted", "noted")
+    output, code = memory.do(CLEAN, note)
     [event] = items_log(memory)
+    assert (output, code) == (f"noted as {event['id']}", "noted")
     [line] = memory.journal()
     assert line["events"] == [event]
     assert line["action"] == "note"

@@ -65,7 +65,7 @@ CONTROL_KEYS = (
     "effect",
     "supersedes",
 )
-_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
+_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
 
 
 def read_controls(memory_dir: Path) -> list[dict[str, Any]]:

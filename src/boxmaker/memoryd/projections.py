@@ -177,6 +177,8 @@ def item_line(item: Item, hidden: frozenset[str] = frozenset()) -> str:
     if item.confidence is not None:
         parts.append(f"Confidence: {md_text(item.confidence)}")
     parts.append(f"Source: {md_text(item.source)}")
+    if item.imported:
+        parts.append(md_text(item.imported))
     parts.append(label_text(item.label))
     return " · ".join(parts)
 
@@ -228,6 +230,7 @@ def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]], hidden: 
     lines = [BANNER, "", "# Memory Index", "", "## Recent Activity", ""]
     for item in recent:
         status = "" if item.status == "active" else f" · {item.status}"
+        status += " · imported" if item.imported else ""
         lines.append(
             f"- [{item.date}] ({item.kind}) {item.id} · {label_text(item.label)}{status} · "
             f"{_summary(item.text)} → {TOPICS_DIR}/{topic_of(item)}.md"
