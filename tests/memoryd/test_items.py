@@ -484,7 +484,10 @@ def test_a_credential_is_refused_on_every_path(home: Path, clock: Clock) -> None
         (CLEAN, Add(file="user", text="password=correct-horse-battery")),
         (
             CLEAN,
-            Replace_(old="The deploy key lives in the vault.", text="-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"),
+            Replace_(
+                old="The deploy key lives in the vault.",
+                text="-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+            ),
         ),
         (
             CLEAN,
@@ -605,7 +608,8 @@ def test_capture_fields_are_stripped_and_a_blank_subject_is_missing(memory: Memo
     output, code = memory.do(CLEAN, Note(text="x", kind="state", subject="   "))
     assert code == "refused:subject"
     output, code = memory.do(CLEAN, Note(text="x", scope="    "))
-    assert code == "refused:arguments" and "`scope` must not be blank" in output
+    assert code == "refused:arguments"
+    assert "`scope` must not be blank" in output
     memory.do(CLEAN, Note(text="The IP is 10.0.0.1.", kind="state", subject="  host:ip ", scope=" net "))
     [event] = items_log(memory)
     assert (event["subject"], event["scope"]) == ("host:ip", "net")

@@ -1,5 +1,3 @@
-
-
 def test_ids_take_ascii_digits_only() -> None:
     import re
 

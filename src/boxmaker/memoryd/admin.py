@@ -23,7 +23,7 @@
 | item-status | arg: item id; args: {"status"} | `itemops.set_status` as the owner |
 | archive | | runs the archive now (seed 003 section 13) and says what it appended |
 | export | arg: absolute path; args: {"omit_withdrawn": bool} | writes a bundle there (`bundle`) |
-| import | arg: absolute path of a bundle | validates it whole, then imports it, or refuses |
+| import | arg: absolute path; args: {"trusted": bool} | validates it whole, then imports it, or refuses |
 | replay | arg: absolute path of a new or empty folder | rebuilds the files there from the journal |
 | erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
 | erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
@@ -95,6 +95,7 @@ ARGS: dict[str, frozenset[str]] = {
     "items": frozenset({"all", "kind", "status", "subject"}),
     "supersede": frozenset({"old", "new"}),
     "export": frozenset({"omit_withdrawn"}),
+    "import": frozenset({"trusted"}),
     # erasure (seed 003 section 12.3; `erase` module)
     "erase-plan": frozenset({"items", "sessions", "texts", "reserve"}),
     "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
@@ -566,20 +567,42 @@ def _export(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 def _import(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """Import a bundle; its items untrusted unless args {"trusted": true}. The answer lists the
+    withdrawals it added and every scope a new control left conflicting."""
+    trusted = request.args.get("trusted", False)
+    if not isinstance(trusted, bool):
+        raise InvalidBody("memory_admin", 'import takes args {"trusted": true or false}')
     path = _path(request)
-    done = memory.import_bundle(path)
+    done = memory.import_bundle(path, trusted)
     if isinstance(done, Refusal):
         return MemoryAdminReply(escape(done.sentence), {"code": done.code})
     plan, edit = done
+    trust = "labels kept: --trusted" if trusted else "untrusted"
     text = (
-        f"imported {_plural(len(plan.captures), 'item')} and {_plural(len(plan.controls), 'control')} "
-        f"from {path.name} as {edit}"
+        f"imported {_plural(len(plan.captures), 'item')} ({trust}) and "
+        f"{_plural(len(plan.controls), 'control')} from {path.name} as {edit}"
     )
     if plan.skipped or plan.skipped_controls:
         text += (
             f"; already here and skipped: {len(plan.skipped):,} items, "
             f"{len(plan.skipped_controls):,} controls"
         )
+    added = [c["withdrawal_id"] for c in plan.controls if c["action"] == "withdraw"]
+    if added:
+        text += f"\nwithdrawals added: {', '.join(added)}"
+    new = {c["withdrawal_id"] for c in plan.controls}
+    conflicting: list[dict[str, Any]] = []
+    try:
+        chains = memory.withdrawals.controls.chains() if new else []
+    except OSError:
+        chains = []
+    for chain in chains:
+        if chain.state == "conflicting" and new & {r.withdrawal_id for r in chain.records}:
+            scope = msgspec.to_builtins(chain.scope)
+            conflicting.append(
+                {"scope": scope, "heads": [h.withdrawal_id for h in chain.heads], "why": chain.why}
+            )
+            text += f"\nscope now conflicting (excluded; reconcile with bxctl memory controls): {chain.why}"
     data = {
         "code": "ok",
         "edit": edit,
@@ -587,6 +610,9 @@ def _import(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
         "controls": [c["withdrawal_id"] for c in plan.controls],
         "skipped": plan.skipped,
         "skipped_controls": plan.skipped_controls,
+        "trusted": trusted,
+        "withdrawals_added": added,
+        "conflicting": conflicting,
     }
     return MemoryAdminReply(escape(text), data)
 

@@ -508,7 +508,9 @@ def from_chains(chains: Iterable[Chain], items: dict[str, Item], notes: Sequence
     )
 
 
-def withdrawn_by(chains: Iterable[Chain], items: dict[str, Item], notes: Sequence[Note]) -> dict[str, list[str]]:
+def withdrawn_by(
+    chains: Iterable[Chain], items: dict[str, Item], notes: Sequence[Note]
+) -> dict[str, list[str]]:
     """For each withdrawn item, the ids of the control events that keep it excluded: each excluded
     scope's controlling event (its heads, when conflicting) whose scope selects the item."""
     found: dict[str, list[str]] = {}

@@ -215,8 +215,9 @@ class Withdrawals:
 
         The owner (`session` "owner") names the prior controlling event of the same exact scope in
         `supersedes` (refused otherwise, naming it); an exact scope already withdrawn and in force is
-        refused with ``refused:duplicate`` ("already withdrawn as memwd-…") when none is named. For a session acting on the owner's request,
-        memoryd names it itself, and a scope already withdrawn is reported, not withdrawn again.
+        refused with ``refused:duplicate`` ("already withdrawn as memwd-…") when none is named. For a
+        session acting on the owner's request, memoryd names it itself, and a scope already withdrawn
+        is reported, not withdrawn again.
 
         Raises:
             OSError: a file cannot be read (nothing was recorded).
