@@ -316,7 +316,8 @@ def test_an_import_is_untrusted_unless_the_owner_says_trusted(
     forged = tmp_path / "forged.json"
     forged.write_text(json.dumps(data))
     done = admin(target, "import", str(forged))
-    assert done.data["code"] == "ok" and done.data["trusted"] is False
+    assert done.data["code"] == "ok"
+    assert done.data["trusted"] is False
     assert target.items.items()[ids["web"]].label.untrusted
     listing = admin(target, "items")
     assert all(row["imported"] == "import:forged.json" for row in listing.data)
@@ -384,11 +385,13 @@ def test_items_mark_withdrawn_items(service: Memoryd, clock: Clock) -> None:
     record = withdraw(service, new)
     listing = admin(service, "items")
     rows = {row["id"]: row for row in listing.data}
-    assert rows[new]["withdrawn"] == [record["withdrawal_id"]] and rows[old]["withdrawn"] == []
+    assert rows[new]["withdrawn"] == [record["withdrawal_id"]]
+    assert rows[old]["withdrawn"] == []
     line = next(text for text in listing.text.splitlines() if text.startswith(new))
     assert f"  withdrawn ({record['withdrawal_id']})  " in line
     old_line = next(text for text in listing.text.splitlines() if text.startswith(old))
-    assert "superseded → (withdrawn)" in old_line and new not in old_line
+    assert "superseded → (withdrawn)" in old_line
+    assert new not in old_line
     shown = admin(service, "item", new)
     assert f"  - withdrawn: {record['withdrawal_id']}" in shown.text
     assert shown.data["withdrawn"] == [record["withdrawal_id"]]
