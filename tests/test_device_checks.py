@@ -235,7 +235,7 @@ def test_poisoning_by_a_fetched_page_lands_as_an_untrusted_note(box: Box) -> Non
     results = box.tool_results("chat-web")
     assert "The release moved to March." in results[0].content
     assert results[0].untrusted
-    assert results[1].content.startswith("saved as a note (untrusted)")
+    assert results[1].content.startswith("saved as note mem-")
     assert box.memory_file("memory.md") == before
     notes = box.memory_file("notes.md")
     assert INJECTED in notes

@@ -126,5 +126,5 @@ def test_a_tiering_run_that_reads_untrusted_notes_cannot_promote(box: tuple[Path
     records, _ = read_log(home / "sessions" / str(run["session"]) / "0.jsonl")
     results = [r for r in records if isinstance(r, ToolResult)]
     assert results[0].untrusted  # the listing showed untrusted text: the run is untrusted now
-    assert results[1].content.startswith("saved as a note (untrusted)")
+    assert results[1].content.startswith("saved as note mem-")
     assert INJECTED not in (home / "memory" / "memory.md").read_text()

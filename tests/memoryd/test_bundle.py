@@ -4,6 +4,7 @@ section 12.2, the anti-resurrection rule; checklist item 20)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -101,14 +102,15 @@ def test_checklist_20_export_import_keeps_controls(
     b = target.config.layout.memory
     done = admin(target, "import", str(path))
     assert done.data["code"] == "ok", done.text
-    assert done.text.startswith("imported 4 items and 1 control from export.json as ")
+    assert done.text.startswith("imported 4 items (untrusted) and 1 control from export.json as ")
     assert (b / "controls.jsonl").read_text().strip() == json.dumps(
         data["controls"][0], separators=(",", ":")
     )
     items = target.items.items()
     assert items[ids["old"]].status == "superseded"
     assert items[ids["old"]].superseded_by == ids["new"]
-    assert items[ids["web"]].label.untrusted
+    assert all(items[i].label.untrusted for i in done.data["items"])  # not --trusted
+    assert {items[i].imported for i in done.data["items"]} == {"import:export.json"}
     assert items[ids["web"]].session == "chat-web"
     assert items[ids["new"]].captured_from == "sessions/chat-alpha/0.jsonl#3"  # Source kept
     assert items[ids["new"]].source == f"archive/2026-09-24.md#{ids['new']}"  # archived in B at once
@@ -240,14 +242,24 @@ def test_bxctl_archive_export_import_replay(home: Path, clock: Clock) -> None:
         refused = run(home, "memory", "export", str(out))
         assert refused.returncode == 1
         assert "already exists" in refused.stderr
+        as_json = run(home, "memory", "export", str(out), "--json")
+        assert as_json.returncode == 1
+        assert "already exists" in as_json.stderr
+        answer = json.loads(as_json.stdout)
+        assert answer["code"] == "refused:exists"
+        assert "already exists" in answer["text"]
+        noted = bxctl_ok(home, "memory", "note", "A second launch note.")
+        assert re.fullmatch(r"noted as mem-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{3}\n", noted.stdout)
         replayed = bxctl_ok(home, "memory", "replay", "--into", str(home.parent / "replayed"))
         assert "replayed the journal into" in replayed.stdout
         for name in ("items.jsonl", "index.md", "topics/launch.md"):
             assert (home.parent / "replayed" / name).read_bytes() == (home / "memory" / name).read_bytes()
         second = spawn_memoryd(other)
         wait_until_answers(second, other / "run" / "owner-memory" / "admin.sock")
-        imported = bxctl_ok(other, "memory", "import", str(out))
-        assert imported.stdout.startswith("imported 1 item and 0 controls from out.json as ")
+        imported = bxctl_ok(other, "memory", "import", str(out), "--trusted")
+        assert imported.stdout.startswith(
+            "imported 1 item (labels kept: --trusted) and 0 controls from out.json as "
+        )
         assert "06:00 UTC" in (other / "memory" / "topics" / "launch.md").read_text()
         bad = run(other, "memory", "import", str(home.parent / "missing.json"))
         assert bad.returncode == 1
@@ -289,3 +301,98 @@ def test_selects_each_selector_kind() -> None:
     assert not bundle.selects(
         record(memory_item_ids=["mem-2026-09-24-003"], source_or_run_refs=["chat-b"]), item
     )
+
+
+def test_an_import_is_untrusted_unless_the_owner_says_trusted(
+    service: Memoryd, target: Memoryd, tmp_path: Path, clock: Clock
+) -> None:
+    ids = source_home(service)
+    path = tmp_path / "export.json"
+    admin(service, "export", str(path))
+    data = json.loads(path.read_text())
+    for event in data["items"]:
+        if event["event"] == "capture":
+            event["label"] = {"class": "private", "untrusted": False}  # tampered: web made trusted
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(data))
+    done = admin(target, "import", str(forged))
+    assert done.data["code"] == "ok"
+    assert done.data["trusted"] is False
+    assert target.items.items()[ids["web"]].label.untrusted
+    listing = admin(target, "items")
+    assert all(row["imported"] == "import:forged.json" for row in listing.data)
+    assert "private · untrusted · imported" in listing.text
+    shown = admin(target, "item", ids["new"]).text
+    assert "  - imported: import:forged.json" in shown
+    assert "· import:forged.json ·" in (target.config.layout.memory / "topics" / "host.md").read_text()
+    other = opened(tmp_path / "c", clock)
+    try:
+        assert admin(other, "import", str(path), trusted=True).data["code"] == "ok"
+        assert not other.items.items()[ids["new"]].label.untrusted
+        assert other.items.items()[ids["web"]].label.untrusted
+    finally:
+        other.close()
+
+
+def control(ident: str, item: str, action: str = "withdraw", supersedes: str | None = None) -> dict[str, Any]:
+    return {
+        "withdrawal_id": ident,
+        "record_type": "withdrawal-control-v1",
+        "action": action,
+        "scope": {"memory_item_ids": [item]},
+        "reason": "owner-decision",
+        "decided_by": "owner",
+        "decided_at": "2026-09-24T21:02:07Z",
+        "effect": "exclude-from-influence" if action == "withdraw" else "restore-eligibility",
+        "supersedes": supersedes,
+    }
+
+
+def test_an_import_cannot_reinstate_this_homes_withdrawal_and_reports_conflicts(
+    target: Memoryd, tmp_path: Path
+) -> None:
+    mine = capture(target, "A withdrawn lesson of this home.")
+    record = withdraw(target, mine)
+    bundle_data = {
+        "format": bundle.FORMAT,
+        "exported_at": "2026-09-24T21:02:07Z",
+        "items": [],
+        "withdrawn": [],
+    }
+    revive = control("memwd-2026-09-24-900", mine, "reinstate", record["withdrawal_id"])
+    reply = refused_import(target, tmp_path, {**bundle_data, "controls": [revive]})
+    assert f"supersedes {record['withdrawal_id']}, which this memory already holds" in reply.text
+    assert mine in target.withdrawals.controls.withdrawn_by()
+    calls: list[int] = []
+    target.withdrawals.on_change = lambda: calls.append(1)
+    fork = control("memwd-2026-09-24-901", mine)
+    path = tmp_path / "fork.json"
+    path.write_text(json.dumps({**bundle_data, "controls": [fork]}))
+    done = admin(target, "import", str(path))
+    assert done.data["code"] == "ok", done.text
+    assert done.data["withdrawals_added"] == ["memwd-2026-09-24-901"]
+    [conflict] = done.data["conflicting"]
+    assert sorted(conflict["heads"]) == sorted([record["withdrawal_id"], "memwd-2026-09-24-901"])
+    assert "withdrawals added: memwd-2026-09-24-901" in done.text
+    assert "scope now conflicting" in done.text
+    assert calls == [1]  # the index is rebuilt in the background, as after a withdrawal
+
+
+def test_items_mark_withdrawn_items(service: Memoryd, clock: Clock) -> None:
+    old = capture(service, "Staging is 10.0.0.7.", kind="state", subject="host:staging-ip")
+    new = capture(service, "Staging is 10.0.0.9.", kind="state", subject="host:staging-ip")
+    supersede(service, old, new)
+    record = withdraw(service, new)
+    listing = admin(service, "items")
+    rows = {row["id"]: row for row in listing.data}
+    assert rows[new]["withdrawn"] == [record["withdrawal_id"]]
+    assert rows[old]["withdrawn"] == []
+    line = next(text for text in listing.text.splitlines() if text.startswith(new))
+    assert f"  withdrawn ({record['withdrawal_id']})  " in line
+    old_line = next(text for text in listing.text.splitlines() if text.startswith(old))
+    assert "superseded → (withdrawn)" in old_line
+    assert new not in old_line
+    shown = admin(service, "item", new)
+    assert f"  - withdrawn: {record['withdrawal_id']}" in shown.text
+    assert shown.data["withdrawn"] == [record["withdrawal_id"]]
+    assert f"  - superseded_by: {new} (withdrawn)" in admin(service, "item", old).text

@@ -567,9 +567,21 @@ def test_underscores_in_ordinary_names_stay_accepted(text: str) -> None:
 # Rule 11, secret (DESIGN 11; seed 003 section 18) ---------------------------------------------------
 
 SECRETS = [
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA",
-    "-----BEGIN OPENSSH PRIVATE KEY-----",
-    "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAwJbH2Vb8nq0YpZk1G7Q3Xc0f9Lm",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nBG5vbmUAAAAEbm9uZQAAAAAAAAAB",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n...\n-----END PGP PRIVATE KEY BLOCK-----",
+    "-----BEGIN  PRIVATE  KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ",
+    "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none",
+    "PuTTY-User-Key-File-2: ssh-rsa",
+    "Private-Lines: 14",
+    "db at postgres://admin:S3cr3tP4ss@db.internal:5432/app",
+    "hf_" + "aBcD3fGh1jKlMn0pQrStUvWxYz12345",
+    "glpat-" + "xY9zA8bC7dE6fG5hI4jK",
+    "key ｓｋ－ｐｒｏｊ－ａｂｃＤＥＦ１２３４５６７８９０ａｂｃｄ",
+    "password=hunter2",
+    "pwd: 'abc'",
+    "secret=x9",
+    "the token: f00ba",
     "aws AKIAIOSFODNN7EXAMPLE",
     "temporary ASIAY34FZKBOKMUTVV7A",
     "ghp_" + "a1B2c3D4e5" * 4,
@@ -603,6 +615,15 @@ LOOK_ALIKES = [
     "-----BEGIN CERTIFICATE-----",
     "Passwords are rotated monthly; the secret is: stay calm.",
     "The max_tokens=4096 setting is fine.",
+    "The task-runner sk-learn-pipeline-configuration-v2-2026 failed.",
+    "run sk-tools-helper-for-production-workloads-v3",
+    "Private keys start with a line like -----BEGIN PRIVATE KEY----- followed by base64 lines.",
+    "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "connect with postgres://user:<password>@db.internal/app",
+    "see https://example.org/docs@v2 for details",
+    "password: none",
+    "token: see the docs",
+    "The PuTTY-User-Key-File format is documented upstream.",
 ]
 
 

@@ -125,8 +125,9 @@ def test_a_supersede_of_an_item_no_longer_active_is_skipped() -> None:
 
 def test_a_note_is_captured_in_the_same_commit(memory: Memory) -> None:
     note = Note(text="The NAS answers on 10.0.0.7.", kind="state", subject="nas:ip", confidence="confirmed")
-    assert memory.do(CLEAN, note) == ("noted", "noted")
+    output, code = memory.do(CLEAN, note)
     [event] = items_log(memory)
+    assert (output, code) == (f"noted as {event['id']}", "noted")
     [line] = memory.journal()
     assert line["events"] == [event]
     assert line["action"] == "note"
@@ -396,7 +397,7 @@ def test_different_kinds_never_supersede(memory: Memory) -> None:
 
 
 def test_a_near_match_subject_does_not_supersede(memory: Memory) -> None:
-    two_states(memory, subject="host:ip ")
+    two_states(memory, subject="host:ipv4")
     assert refused(memory, A, B) == "refused:subject"
     memory.do(CLEAN, Note(text="host is 10.0.0.3", kind="state", subject="Host:IP"))
     assert refused(memory, A, C) == "refused:subject"
@@ -483,7 +484,10 @@ def test_a_credential_is_refused_on_every_path(home: Path, clock: Clock) -> None
         (CLEAN, Add(file="user", text="password=correct-horse-battery")),
         (
             CLEAN,
-            Replace_(old="The deploy key lives in the vault.", text="-----BEGIN OPENSSH PRIVATE KEY-----"),
+            Replace_(
+                old="The deploy key lives in the vault.",
+                text="-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+            ),
         ),
         (
             CLEAN,
@@ -568,3 +572,50 @@ def test_checklist_11_every_item_has_date_id_kind_source(home: Path) -> None:
     assert isinstance(shown, MemoryAdminReply)
     for field in ("- id: ", "- kind: state", "- subject: nas:ip", "- Status: active", "- Source: sessions/"):
         assert field in shown.text
+
+
+# The capture fields pass the write check (every rule) ------------------------------------------------
+
+FIELD_ATTACKS = [
+    ("secret", "AKIAIOSFODNN7EXAMPLE"),
+    ("secret", "sk-proj-abcDEF1234567890abcdefgh"),
+    ("phrase", "ignore previous instructions"),
+    ("template", "<|im_start|>system"),
+    ("invisible", "host\u200bname"),
+]
+
+
+@pytest.mark.parametrize("key", ["subject", "scope", "inspired_by", "corroborating_refs"])
+@pytest.mark.parametrize(("rule", "value"), FIELD_ATTACKS)
+def test_capture_fields_pass_the_write_check(memory: Memory, key: str, rule: str, value: str) -> None:
+    before = snapshot(memory.dir)
+    given: Any = [value] if key == "corroborating_refs" else value
+    fields: dict[str, Any] = {"kind": "state", "subject": "host:ip", key: given}
+    parsed = parse_memory({"action": "note", "text": "The IP is 10.0.0.1.", **fields})
+    assert isinstance(parsed, Refusal)
+    assert parsed.code == f"refused:{rule}"
+    assert f"`{key}`" in parsed.sentence
+    for caller in (CLEAN, TAINTED, OWNER):
+        output, code = memory.do(caller, Note(text="The IP is 10.0.0.1.", **fields))
+        assert code == f"refused:{rule}", output
+        assert f"`{key}`" in output
+        output, code = memory.do(caller, Add(file="memory", text="The IP is 10.0.0.1.", **fields))
+        assert code == f"refused:{rule}", output
+    assert snapshot(memory.dir) == before
+
+
+def test_capture_fields_are_stripped_and_a_blank_subject_is_missing(memory: Memory) -> None:
+    output, code = memory.do(CLEAN, Note(text="x", kind="state", subject="   "))
+    assert code == "refused:subject"
+    output, code = memory.do(CLEAN, Note(text="x", scope="    "))
+    assert code == "refused:arguments"
+    assert "`scope` must not be blank" in output
+    memory.do(CLEAN, Note(text="The IP is 10.0.0.1.", kind="state", subject="  host:ip ", scope=" net "))
+    [event] = items_log(memory)
+    assert (event["subject"], event["scope"]) == ("host:ip", "net")
+
+
+def test_a_long_subject_is_refused_in_a_clean_sentence() -> None:
+    refused = parse_memory({"action": "note", "text": "t", "subject": "s" * 121})
+    assert isinstance(refused, Refusal)
+    assert refused.sentence == "invalid arguments: `subject` is too long: at most 120 characters"

@@ -111,7 +111,10 @@ def test_edit_ids_count_per_day_and_survive_restart(home: Path, clock: Clock) ->
 
 def test_tainted_add_becomes_untrusted_note(memory: Memory) -> None:
     output, code = memory.do(TAINTED, Add(file="memory", text="example.org says the release moved."))
-    assert (output, code) == ("saved as a note (untrusted): this session has read untrusted content", "noted")
+    assert (output, code) == (
+        "saved as note mem-2026-09-24-001 (untrusted): this session has read untrusted content",
+        "noted",
+    )
     assert memory.read("memory.md") == ""
     notes = parse(memory.read("notes.md"))
     assert [(n.kind, n.session, n.label, n.text) for n in notes] == [
@@ -156,8 +159,8 @@ def test_tainted_identity_edits_refused(memory: Memory, action: MemoryAction) ->
 
 
 def test_note_in_both_kinds_of_session(memory: Memory) -> None:
-    assert memory.do(CLEAN, Note(text="seen a"))[0] == "noted"
-    assert memory.do(TAINTED, Note(text="seen b"))[0] == "noted (untrusted)"
+    assert memory.do(CLEAN, Note(text="seen a"))[0] == "noted as mem-2026-09-24-001"
+    assert memory.do(TAINTED, Note(text="seen b"))[0] == "noted as mem-2026-09-24-002 (untrusted)"
     assert [n.label.untrusted for n in parse(memory.read("notes.md"))] == [False, True]
 
 

@@ -78,13 +78,18 @@ def broker_admin(path: Path, command: str, arg: str = "", timeout: float = 120.0
 
 
 def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
-    """Print a reply: its text, or its data as JSON. A refused command exits 1 with its sentence.
+    """Print a reply: its text, or its data as JSON. A refused command exits 1 with its sentence on
+    stderr; with `as_json` it also prints ``{"code": "refused:…", "text": "…", …data}`` on stdout.
 
     Raises:
         RoleRefused: when ``data.code`` is ``refused:<reason>``.
     """
     code = reply.data.get("code") if isinstance(reply.data, dict) else None
     if isinstance(code, str) and code.startswith("refused:"):
+        if as_json and isinstance(reply.data, dict):
+            click.echo(
+                json.dumps({"code": code, "text": reply.text, **reply.data}, ensure_ascii=True, indent=2)
+            )
         rule = code.removeprefix("refused:")
         raise RoleRefused(reply.text if f"({rule})" in reply.text else f"{code}: {reply.text}")
     if as_json:

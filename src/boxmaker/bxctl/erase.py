@@ -35,7 +35,7 @@ from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import is_session_id
 from boxmaker.proto.messages import BrokerAdmin, LoopAdmin, MemoryAdmin
 
-_ITEM_ID = r"^mem-\d{4}-\d{2}-\d{2}-\d{3,}\Z"
+_ITEM_ID = r"^mem-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{3,}\Z"
 
 #: The holders listed for a role that does not answer (with the sessions' own refs added).
 MEMORYD_HOLDERS = (

@@ -92,8 +92,9 @@ def memory_log(state: State, count: int, memory_socket: Path | None, as_json: bo
 @memory.command(name="undo")
 @click.argument("edit_id", required=False, default="")
 @memory_socket_option
+@json_option
 @pass_state
-def memory_undo(state: State, edit_id: str, memory_socket: Path | None) -> None:
+def memory_undo(state: State, edit_id: str, memory_socket: Path | None, as_json: bool) -> None:
     """Undo EDIT_ID (default: the latest edit of memory.md or user.md).
 
     It must be the latest edit of its file, and the file must still hold what it left.
@@ -102,7 +103,7 @@ def memory_undo(state: State, edit_id: str, memory_socket: Path | None) -> None:
     Example:
         bxctl memory undo 2026-09-24-0003
     """
-    client.emit(client.admin(_socket(state, memory_socket), "undo", edit_id), False)
+    client.emit(client.admin(_socket(state, memory_socket), "undo", edit_id), as_json)
 
 
 @memory.command(name="pending")
@@ -122,29 +123,31 @@ def memory_pending(state: State, memory_socket: Path | None, as_json: bool) -> N
 @memory.command(name="accept")
 @click.argument("pending_id")
 @memory_socket_option
+@json_option
 @pass_state
-def memory_accept(state: State, pending_id: str, memory_socket: Path | None) -> None:
+def memory_accept(state: State, pending_id: str, memory_socket: Path | None, as_json: bool) -> None:
     """Apply the staged write PENDING_ID, with every check, to the file as it is now.
 
     \b
     Example:
         bxctl memory accept p-2026-09-24-0001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "accept", pending_id), False)
+    client.emit(client.admin(_socket(state, memory_socket), "accept", pending_id), as_json)
 
 
 @memory.command(name="reject")
 @click.argument("pending_id")
 @memory_socket_option
+@json_option
 @pass_state
-def memory_reject(state: State, pending_id: str, memory_socket: Path | None) -> None:
+def memory_reject(state: State, pending_id: str, memory_socket: Path | None, as_json: bool) -> None:
     """Discard the staged write PENDING_ID (journalled).
 
     \b
     Example:
         bxctl memory reject p-2026-09-24-0001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "reject", pending_id), False)
+    client.emit(client.admin(_socket(state, memory_socket), "reject", pending_id), as_json)
 
 
 @memory.command(name="files")
@@ -226,8 +229,9 @@ def _text(text: str) -> str:
 )
 @click.argument("text")
 @memory_socket_option
+@json_option
 @pass_state
-def memory_add(state: State, file: str, text: str, memory_socket: Path | None) -> None:
+def memory_add(state: State, file: str, text: str, memory_socket: Path | None, as_json: bool) -> None:
     """Add TEXT as an entry of memory.md or user.md yourself ("-" reads standard input).
 
     The same rules apply as to the agent's writes; the journal names you as the writer.
@@ -237,7 +241,7 @@ def memory_add(state: State, file: str, text: str, memory_socket: Path | None) -
         bxctl memory add --file user "Prefers answers in UTC."
     """
     args = {"file": file, "text": _text(text)}
-    client.emit(client.admin(_socket(state, memory_socket), "add", "", args), False)
+    client.emit(client.admin(_socket(state, memory_socket), "add", "", args), as_json)
 
 
 _KINDS = click.Choice(["state", "knowledge"])
@@ -252,6 +256,7 @@ _CONFIDENCES = click.Choice(["confirmed", "observed-once", "inferred", "unknown"
 @click.option("--confidence", type=_CONFIDENCES, help="epistemic-status-v1.")
 @click.option("--scope", help="Where the note applies, e.g. environment.")
 @memory_socket_option
+@json_option
 @pass_state
 def memory_note(
     state: State,
@@ -262,6 +267,7 @@ def memory_note(
     confidence: str | None,
     scope: str | None,
     memory_socket: Path | None,
+    as_json: bool,
 ) -> None:
     """Append TEXT to notes.md as your own note ("-" reads standard input); it becomes an item.
 
@@ -274,7 +280,7 @@ def memory_note(
     """
     args = {"kind": kind, "subject": subject, "confidence": confidence, "scope": scope}
     fields = {k: v for k, v in args.items() if v is not None}
-    client.emit(client.admin(_socket(state, memory_socket), "note", _text(text), fields), False)
+    client.emit(client.admin(_socket(state, memory_socket), "note", _text(text), fields), as_json)
 
 
 @memory.command(name="items")
@@ -329,8 +335,9 @@ def memory_item(state: State, item_id: str, memory_socket: Path | None, as_json:
 @click.argument("old")
 @click.argument("new")
 @memory_socket_option
+@json_option
 @pass_state
-def memory_supersede(state: State, old: str, new: str, memory_socket: Path | None) -> None:
+def memory_supersede(state: State, old: str, new: str, memory_socket: Path | None, as_json: bool) -> None:
     """Mark state item OLD as superseded by NEW (same subject, both active, NEW captured later).
 
     OLD stays as history and points to NEW.
@@ -340,7 +347,7 @@ def memory_supersede(state: State, old: str, new: str, memory_socket: Path | Non
         bxctl memory supersede mem-2026-11-29-001 mem-2026-12-02-003
     """
     args = {"old": old, "new": new}
-    client.emit(client.admin(_socket(state, memory_socket), "supersede", "", args), False)
+    client.emit(client.admin(_socket(state, memory_socket), "supersede", "", args), as_json)
 
 
 @memory.command(name="status")
@@ -531,19 +538,29 @@ def memory_export(
 
 @memory.command(name="import")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--trusted",
+    is_flag=True,
+    help="The bundle is yours and unmodified: keep its labels (by default every item is untrusted).",
+)
 @memory_socket_option
 @json_option
 @pass_state
-def memory_import(state: State, file: Path, memory_socket: Path | None, as_json: bool) -> None:
+def memory_import(state: State, file: Path, trusted: bool, memory_socket: Path | None, as_json: bool) -> None:
     """Import a bundle written by bxctl memory export: checked whole first, or refused.
 
-    Items already here with the same text are skipped; withdrawn items come with their controls.
+    Every imported item is untrusted unless --trusted, and is marked imported. Items already here
+    with the same text are skipped; withdrawn items come with their controls; a control that would
+    reinstate or replace a withdrawal of this memory is refused. The answer lists the withdrawals
+    added and any scope left conflicting.
 
     \b
     Example:
         bxctl memory import ~/memory-2026-09-24.json
     """
-    client.emit(client.admin(_socket(state, memory_socket), "import", str(file.absolute())), as_json)
+    args = {"trusted": trusted}
+    reply = client.admin(_socket(state, memory_socket), "import", str(file.absolute()), args)
+    client.emit(reply, as_json)
 
 
 @memory.command(name="replay")

@@ -410,8 +410,8 @@ def _failure(status: int, reply: Any, path: str) -> ModelError:
 def _openai_context_full(text: str) -> ContextFull:
     """ContextFull from an OpenAI-style sentence ("maximum context length is 4096 tokens ... (6009 in
     the messages, ...)"); the numbers are None when the sentence does not give them."""
-    n_ctx = re.search(r"context length (?:is|of) (\d+)", text)
-    n_prompt = re.search(r"(\d+) in the messages", text) or re.search(r"has (\d+) input tokens", text)
+    n_ctx = re.search(r"context length (?:is|of) ([0-9]+)", text)
+    n_prompt = re.search(r"([0-9]+) in the messages", text) or re.search(r"has ([0-9]+) input tokens", text)
     return ContextFull(
         int(n_prompt.group(1)) if n_prompt else None,
         int(n_ctx.group(1)) if n_ctx else None,

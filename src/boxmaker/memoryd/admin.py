@@ -23,7 +23,7 @@
 | item-status | arg: item id; args: {"status"} | `itemops.set_status` as the owner |
 | archive | | runs the archive now (seed 003 section 13) and says what it appended |
 | export | arg: absolute path; args: {"omit_withdrawn": bool} | writes a bundle there (`bundle`) |
-| import | arg: absolute path of a bundle | validates it whole, then imports it, or refuses |
+| import | arg: absolute path; args: {"trusted": bool} | validates it whole, then imports it, or refuses |
 | replay | arg: absolute path of a new or empty folder | rebuilds the files there from the journal |
 | erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
 | erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from boxmaker.memoryd import arguments, erase, itemops, review, sentences
+from boxmaker.memoryd import arguments, erase, itemops, projections, review, sentences
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.controls import Scope
 from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
@@ -95,6 +95,7 @@ ARGS: dict[str, frozenset[str]] = {
     "items": frozenset({"all", "kind", "status", "subject"}),
     "supersede": frozenset({"old", "new"}),
     "export": frozenset({"omit_withdrawn"}),
+    "import": frozenset({"trusted"}),
     # erasure (seed 003 section 12.3; `erase` module)
     "erase-plan": frozenset({"items", "sessions", "texts", "reserve"}),
     "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
@@ -325,7 +326,8 @@ def _note(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 def _items(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
-    """The items, erased ones only with ``all``; filtered by kind, status and subject (exact)."""
+    """The items, erased ones only with ``all``; filtered by kind, status and subject (exact). A
+    withdrawn item is shown, marked ``withdrawn (memwd-…)``, with ``withdrawn`` in its data."""
     wanted = {key: request.args.get(key) for key in ("kind", "status", "subject")}
     show_all = request.args.get("all", False)
     strings = all(v is None or isinstance(v, str) for v in wanted.values())
@@ -336,34 +338,55 @@ def _items(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     if wanted["status"] not in (None, *STATUSES):
         raise InvalidBody("memory_admin", f"status is one of {', '.join(STATUSES)}, not {wanted['status']!r}")
     try:
-        found = list(memory.writer.items.items().values())
+        every = memory.writer.items.items()
+        withdrawn = memory.withdrawals.controls.withdrawn_by()
     except OSError as exc:
         return MemoryAdminReply(f"{exc}; nothing to list", {"code": "refused:unavailable"})
+    hidden = _hidden(every, withdrawn)
     shown = [
         item
-        for item in found
+        for item in every.values()
         if (show_all or not item.erased)
         and all(v is None or getattr(item, k) == v for k, v in wanted.items())
     ]
-    data = [_item_data(item) for item in shown]
+    data = [_item_data(item, withdrawn) for item in shown]
     if not shown:
         return MemoryAdminReply("(no items)", data)
-    return MemoryAdminReply("\n".join(_item_row(item) for item in shown), data)
+    return MemoryAdminReply("\n".join(_item_row(item, withdrawn, hidden) for item in shown), data)
 
 
-def _item_row(item: Item) -> str:
-    status = f"superseded → {item.superseded_by}" if item.superseded_by else item.status
+def _hidden(every: dict[str, Item], withdrawn: dict[str, list[str]]) -> frozenset[str]:
+    """The ids a pointer may not name: withdrawn or erased items."""
+    return frozenset(withdrawn) | {i for i, item in every.items() if item.erased}
+
+
+def _status_word(item: Item, withdrawn: dict[str, list[str]], hidden: frozenset[str]) -> str:
     if item.erased:
-        status = "erased"
+        return "erased"
+    pointer = projections.successor(item, hidden)
+    status = f"superseded → {pointer}" if pointer else item.status
+    if item.id in withdrawn:
+        mark = f"withdrawn ({', '.join(withdrawn[item.id])})"
+        return mark if item.status == "active" else f"{mark} · {status}"
+    return status
+
+
+def _label_word(item: Item) -> str:
     label = item.label.data_class.value + (" · untrusted" if item.label.untrusted else "")
+    return label + (" · imported" if item.imported else "")
+
+
+def _item_row(item: Item, withdrawn: dict[str, list[str]], hidden: frozenset[str]) -> str:
+    status = _status_word(item, withdrawn, hidden)
     text = escape_line(item.text)
     snippet = text if len(text) <= 60 else text[:59] + "…"
-    fields = [item.id, item.date, item.kind, status, escape_line(item.subject or "-"), label, item.source]
-    return "  ".join(fields) + "  " + snippet
+    fields = [item.id, item.date, item.kind, status, escape_line(item.subject or "-"), _label_word(item)]
+    return "  ".join([*fields, escape_line(item.source)]) + "  " + snippet
 
 
-def _item_data(item: Item) -> dict[str, Any]:
+def _item_data(item: Item, withdrawn: dict[str, list[str]]) -> dict[str, Any]:
     data: dict[str, Any] = msgspec.to_builtins(item)
+    data["withdrawn"] = list(withdrawn.get(item.id, []))
     return data
 
 
@@ -371,26 +394,34 @@ def _item(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     """One item in seed 003 section 9's structured form."""
     _item_id(request.arg)
     try:
-        item = memory.writer.items.get(request.arg)
+        every = memory.writer.items.items()
+        withdrawn = memory.withdrawals.controls.withdrawn_by()
     except OSError as exc:
         return MemoryAdminReply(f"{exc}; nothing to show", {"code": "refused:unavailable"})
+    item = every.get(request.arg)
     if item is None:
         refusal = sentences.item_not_found(request.arg)
         return MemoryAdminReply(refusal.sentence, {"code": refusal.code})
-    return MemoryAdminReply(_structured(item), _item_data(item))
+    hidden = _hidden(every, withdrawn)
+    return MemoryAdminReply(_structured(item, withdrawn, hidden), _item_data(item, withdrawn))
 
 
-def _structured(item: Item) -> str:
+def _structured(item: Item, withdrawn: dict[str, list[str]], hidden: frozenset[str]) -> str:
     """Seed 003 section 9's canonical structured form, escaped, with the label and the capture."""
     lines = [f"- [{item.date}] ({item.kind}) {escape_line(item.text) if not item.erased else '(erased)'}"]
+    after = item.superseded_by
+    if after is not None and after in hidden:
+        after += " (withdrawn)" if after in withdrawn else " (erased)"
     fields: list[tuple[str, str | None]] = [
         ("id", item.id),
         ("kind", item.kind),
         ("subject", item.subject),
         ("Scope", item.scope),
         ("Status", "erased" if item.erased else item.status),
-        ("superseded_by", item.superseded_by),
+        ("withdrawn", ", ".join(withdrawn[item.id]) if item.id in withdrawn else None),
+        ("superseded_by", after),
         ("inspired_by", item.inspired_by),
+        ("imported", item.imported),
     ]
     lines += [f"  - {key}: {escape_line(value)}" for key, value in fields if value is not None]
     if item.corroborating_refs:
@@ -400,8 +431,7 @@ def _structured(item: Item) -> str:
     if item.confidence is not None:
         lines.append(f"  - Confidence-Scheme: {item.confidence_scheme or CONFIDENCE_SCHEME}")
         lines.append(f"  - Confidence: {item.confidence}")
-    label = item.label.data_class.value + (" · untrusted" if item.label.untrusted else "")
-    lines.append(f"  - label: {label}")
+    lines.append(f"  - label: {_label_word(item)}")
     who, anchor = escape_line(item.session), escape_line(item.captured_from)
     lines.append(f"  - captured: {item.time} by {who} from {anchor}")
     if item.note:
@@ -537,20 +567,42 @@ def _export(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 def _import(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """Import a bundle; its items untrusted unless args {"trusted": true}. The answer lists the
+    withdrawals it added and every scope a new control left conflicting."""
+    trusted = request.args.get("trusted", False)
+    if not isinstance(trusted, bool):
+        raise InvalidBody("memory_admin", 'import takes args {"trusted": true or false}')
     path = _path(request)
-    done = memory.import_bundle(path)
+    done = memory.import_bundle(path, trusted)
     if isinstance(done, Refusal):
         return MemoryAdminReply(escape(done.sentence), {"code": done.code})
     plan, edit = done
+    trust = "labels kept: --trusted" if trusted else "untrusted"
     text = (
-        f"imported {_plural(len(plan.captures), 'item')} and {_plural(len(plan.controls), 'control')} "
-        f"from {path.name} as {edit}"
+        f"imported {_plural(len(plan.captures), 'item')} ({trust}) and "
+        f"{_plural(len(plan.controls), 'control')} from {path.name} as {edit}"
     )
     if plan.skipped or plan.skipped_controls:
         text += (
             f"; already here and skipped: {len(plan.skipped):,} items, "
             f"{len(plan.skipped_controls):,} controls"
         )
+    added = [c["withdrawal_id"] for c in plan.controls if c["action"] == "withdraw"]
+    if added:
+        text += f"\nwithdrawals added: {', '.join(added)}"
+    new = {c["withdrawal_id"] for c in plan.controls}
+    conflicting: list[dict[str, Any]] = []
+    try:
+        chains = memory.withdrawals.controls.chains() if new else []
+    except OSError:
+        chains = []
+    for chain in chains:
+        if chain.state == "conflicting" and new & {r.withdrawal_id for r in chain.records}:
+            scope = msgspec.to_builtins(chain.scope)
+            conflicting.append(
+                {"scope": scope, "heads": [h.withdrawal_id for h in chain.heads], "why": chain.why}
+            )
+            text += f"\nscope now conflicting (excluded; reconcile with bxctl memory controls): {chain.why}"
     data = {
         "code": "ok",
         "edit": edit,
@@ -558,6 +610,9 @@ def _import(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
         "controls": [c["withdrawal_id"] for c in plan.controls],
         "skipped": plan.skipped,
         "skipped_controls": plan.skipped_controls,
+        "trusted": trusted,
+        "withdrawals_added": added,
+        "conflicting": conflicting,
     }
     return MemoryAdminReply(escape(text), data)
 

@@ -10,17 +10,21 @@ characters), ``confidence`` (``epistemic-status-v1``), ``scope`` (1-120 characte
 ``corroborating_refs`` (at most 10 strings of 1-200 characters) and ``inspired_by`` (1-200 characters).
 A subject, scope, reference or inspired_by holds no newline, no control character and no `` · ``
 (the notes.md header's field separator); `capture_fields` refuses them naming the field, and a state
-item without a subject with ``refused:subject``.
+item without a subject (or with a blank one) with ``refused:subject``. Each of these fields also
+passes the whole write check (`check.check_text`, every rule, ``secret`` included), refused with the
+rule's code and a sentence naming the field, and is stored NFC-normalised and stripped.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
 from boxmaker.memoryd import sentences
+from boxmaker.memoryd.check import check_text
 from boxmaker.memoryd.edits import Item
 from boxmaker.memoryd.sentences import Refusal
 
@@ -153,11 +157,26 @@ class RecallArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     k: Annotated[int, msgspec.Meta(ge=1, le=10)] = 5
 
 
+_LENGTH = re.compile(r"^Expected `(str|array)` of length ([<>]=) ([0-9]+) - at `\$\.([^`]+)`\Z")
+
+
 def _convert(value: dict[str, Any], kind: Any) -> Any:
     try:
         return msgspec.convert(value, kind, strict=True)
     except msgspec.ValidationError as exc:
-        return sentences.arguments(str(exc).replace("`$.", "`"))
+        return sentences.arguments(_clean(str(exc)))
+
+
+def _clean(message: str) -> str:
+    """A validator's message as a sentence: lengths said in words, the field named in backticks."""
+    match = _LENGTH.match(message)
+    if match is None:
+        return message.replace("`$.", "`")
+    what, bound, size, key = match.groups()
+    unit = "characters" if what == "str" else "items"
+    if bound == ">=":
+        return f"`{key}` must not be empty" if size == "1" else f"`{key}` needs at least {size} {unit}"
+    return f"`{key}` is too long: at most {int(size):,} {unit}"
 
 
 def parse_memory(arguments: dict[str, Any]) -> MemoryAction | Refusal:
@@ -204,28 +223,51 @@ class CaptureFields(msgspec.Struct, frozen=True, kw_only=True):
 _FIELD_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]| \u00b7 ")
 
 
+def _field(key: str, value: str) -> str | Refusal:
+    """A capture field NFC-normalised and stripped of surrounding white space, or its refusal: a
+    line break, control character or `` · `` (``refused:arguments``), blank (``refused:arguments``),
+    or any rule of the write check (``refused:<rule>``, the sentence naming the field)."""
+    if _FIELD_BAD.search(value):
+        return sentences.arguments(f"`{key}` must be one line without control characters or ' \u00b7 '")
+    text = unicodedata.normalize("NFC", value).strip()
+    if not text:
+        return sentences.arguments(f"`{key}` must not be blank")
+    refusal = check_text(text)
+    if refusal is not None:
+        return sentences.field_refused(key, refusal.rule, refusal.sentence)
+    return text
+
+
 def capture_fields(action: Note | Add) -> CaptureFields | Refusal:
-    """The checked capture fields of a `note` or `add` (``refused:arguments`` naming a field that
-    holds a newline, a control character or `` · ``; ``refused:subject`` for state without one)."""
+    """The checked capture fields of a `note` or `add`: each of subject, scope, inspired_by and
+    corroborating_refs passes `_field` (every rule of the write check, ``secret`` included), and is
+    stored stripped; ``refused:subject`` for state without a subject (a blank one counts as none)."""
+    kind = action.kind or "knowledge"
+    if kind == "state" and (action.subject is None or not action.subject.strip()):
+        return sentences.STATE_WITHOUT_SUBJECT
+    checked: dict[str, str | None] = {}
     for key in ("subject", "scope", "inspired_by"):
         value = getattr(action, key)
-        if value is not None and _FIELD_BAD.search(value):
-            return sentences.arguments(f"`{key}` must be one line without control characters or ' \u00b7 '")
+        if value is None:
+            checked[key] = None
+            continue
+        result = _field(key, value)
+        if isinstance(result, Refusal):
+            return result
+        checked[key] = result
+    refs: list[str] = []
     for ref in action.corroborating_refs or ():
-        if _FIELD_BAD.search(ref):
-            return sentences.arguments(
-                "`corroborating_refs` items must be one line without control characters or ' \u00b7 '"
-            )
-    kind = action.kind or "knowledge"
-    if kind == "state" and action.subject is None:
-        return sentences.STATE_WITHOUT_SUBJECT
+        result = _field("corroborating_refs", ref)
+        if isinstance(result, Refusal):
+            return result
+        refs.append(result)
     return CaptureFields(
         kind=kind,
-        subject=action.subject,
+        subject=checked["subject"],
         confidence=action.confidence,
-        scope=action.scope,
-        corroborating_refs=tuple(action.corroborating_refs or ()),
-        inspired_by=action.inspired_by,
+        scope=checked["scope"],
+        corroborating_refs=tuple(refs),
+        inspired_by=checked["inspired_by"],
     )
 
 

@@ -18,12 +18,16 @@ A bundle is one JSON object, written by memoryd atomically, mode 0600, never ove
   as a capture: ids, kinds, subjects, labels, the write check on the text), every control, that
   withdrawn items come with controls covering each of them. An item whose id is already present is
   skipped when its text is the same and refuses the import when it differs; a control already present
-  likewise. Then one journal commit (action ``import``) appends, in this order: the controls to
+  likewise. A new control that supersedes a record this memory already holds is refused: reinstating
+  this home's withdrawal is done here (``bxctl memory reinstate``), never by a bundle. The capture
+  fields (subject, scope, references, inspired_by) pass the write check like the text. Then one
+  journal commit (action ``import``) appends, in this order: the controls to
   controls.jsonl (`controls_change`, kept separate so the withdrawal module's validation can be wired
   in), the notes.md entries, the capture events (Source and session kept; ``note`` is the new notes.md
-  key; ``imported`` names the bundle) with their later events, and the archive of the imported items
-  in the target's own archive (so their Source and the archive-ref selectors of their controls hold
-  from the first moment).
+  key; ``imported`` names the bundle, ``import:<file name>``; every item untrusted unless the owner
+  passed ``--trusted``: a bundle's labels are only its file's word) with their later events, and the
+  archive of the imported items in the target's own archive (so their Source and the archive-ref
+  selectors of their controls hold from the first moment).
 """
 
 from __future__ import annotations
@@ -40,12 +44,14 @@ from typing import Any
 import msgspec
 
 from boxmaker.memoryd import archive, controls
+from boxmaker.memoryd.check import check_text
 from boxmaker.memoryd.edits import vet_note
 from boxmaker.memoryd.items import ITEMS_FILE, Item, capture_event, captured, fold
 from boxmaker.memoryd.journal import Append, encode_line, read_jsonl
 from boxmaker.memoryd.notes import Note, render, render_header
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.proto import fsio
+from boxmaker.proto.labels import Label
 
 FORMAT = "boxmaker-memory-export-v1"
 CONTROLS_FILE = "controls.jsonl"
@@ -65,7 +71,7 @@ CONTROL_KEYS = (
     "effect",
     "supersedes",
 )
-_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
+_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
 
 
 def read_controls(memory_dir: Path) -> list[dict[str, Any]]:
@@ -243,6 +249,11 @@ def _check_event(number: int, event: object, seen: dict[str, Item]) -> str | Non
         if isinstance(vetted, Refusal) or vetted.text != item.text:
             why = vetted.code if isinstance(vetted, Refusal) else "text not in its stored form"
             return f"the text of {item.id} fails the write check ({why})"
+        for key, value in _fields(item):
+            refusal = check_text(value)
+            if refusal is not None or value != value.strip() or not value:
+                why = refusal.code if refusal is not None else "blank or not stripped"
+                return f"the {key} of {item.id} fails the write check ({why})"
         seen[item.id] = item
         return None
     if kind in ("supersede", "status") and (
@@ -278,6 +289,13 @@ def _check_event(number: int, event: object, seen: dict[str, Item]) -> str | Non
     return f"item event {number} is a {kind!r} event, which a bundle does not carry"
 
 
+def _fields(item: Item) -> list[tuple[str, str]]:
+    """The capture fields of an item that pass the write check like its text."""
+    found = [(key, getattr(item, key)) for key in ("subject", "scope", "inspired_by")]
+    found += [("corroborating_refs", ref) for ref in item.corroborating_refs]
+    return [(key, value) for key, value in found if value is not None]
+
+
 @dataclass(frozen=True, slots=True)
 class ImportPlan:
     """What an import appends (validated)."""
@@ -290,9 +308,17 @@ class ImportPlan:
 
 
 def plan_import(
-    bundle: dict[str, Any], present: dict[str, Item], present_controls: Sequence[dict[str, Any]]
+    bundle: dict[str, Any],
+    present: dict[str, Item],
+    present_controls: Sequence[dict[str, Any]],
+    trusted: bool = False,
 ) -> ImportPlan | Refusal:
-    """Validate the whole bundle against the target's items and controls. Pure."""
+    """Validate the whole bundle against the target's items and controls. Pure.
+
+    Every imported item is marked untrusted unless `trusted` (the owner says the bundle is theirs and
+    unmodified): a bundle's labels are only its file's word. A new control may not supersede a record
+    this memory already holds: a reinstatement of this home's withdrawal is made here
+    (``bxctl memory reinstate``), never by a bundle."""
     events, controls = bundle.get("items"), bundle.get("controls")
     withdrawn = bundle.get("withdrawn", [])
     if not isinstance(events, list):
@@ -347,8 +373,15 @@ def plan_import(
             skipped_controls.append(ident)
         else:
             new_controls.append(record)
+    for record in new_controls:
+        if record.get("supersedes") in known:
+            return _refused(
+                f"control {record['withdrawal_id']} supersedes {record['supersedes']}, which this memory "
+                "already holds; a withdrawal of this memory is reinstated or replaced here, with bxctl "
+                "memory reinstate or withdraw --supersedes"
+            )
     new = set(seen) - set(skipped)
-    captures = [_capture(e) for e in events if e.get("event") == "capture" and e["id"] in new]
+    captures = [_capture(e, trusted) for e in events if e.get("event") == "capture" and e["id"] in new]
     later = [
         _later(e)
         for e in events
@@ -360,9 +393,11 @@ def plan_import(
     )
 
 
-def _capture(event: dict[str, Any]) -> dict[str, Any]:
-    """A validated capture event with exactly the fields of the item log (nothing else carried)."""
+def _capture(event: dict[str, Any], trusted: bool) -> dict[str, Any]:
+    """A validated capture event with exactly the fields of the item log (nothing else carried),
+    untrusted unless `trusted`."""
     item = captured(event)
+    label = item.label if trusted else Label(item.label.data_class, True)
     return capture_event(
         ident=item.id,
         time=item.time,
@@ -371,7 +406,7 @@ def _capture(event: dict[str, Any]) -> dict[str, Any]:
         scope=item.scope,
         confidence=item.confidence,
         text=item.text,
-        label=item.label,
+        label=label,
         source=item.source,
         session=item.session,
         call=item.call,

@@ -26,17 +26,24 @@ NFC-normalised; the first failing rule wins and names the ``refused:<rule>`` cod
 9. ``phrase``: the fixed injection phrases of ``memoryd.phrases`` (its docstring gives the fold);
 10. ``mixed-script``: a word (a maximal run of letters and combining marks) holding both a Latin
     and a Cyrillic letter, the script read from the letter's Unicode name;
-11. ``secret`` (DESIGN 11; seed 003 section 18, "never store credentials or tokens"): a credential's
-    shape: a PEM private key block (``-----BEGIN ... PRIVATE KEY-----``), an AWS access key id
-    (``AKIA``/``ASIA`` and 16 upper-case letters or digits), a GitHub token (``ghp_``, ``gho_``,
-    ``ghu_``, ``ghs_``, ``ghr_`` and 30 or more characters, ``github_pat_``), an ``sk-``/``sk-ant-``
-    style key (20 or more key characters with a digit among them) or a Stripe ``sk_live_``/``sk_test_``
-    key, a Slack ``xox[abpr]-`` token, a Google ``AIza`` key (35 more characters), a JWT (three
-    base64url parts, the first starting ``eyJ``), ``Bearer`` and a token of 20 or more characters with
-    a digit, and an assignment (``password=``, ``api_key:``, ``"client_secret": "..."`` and the like)
-    whose value is 8 or more characters that are not a placeholder (``$VAR``, ``<...>``, ``{...}``,
-    ``%s``, one character repeated). Mentions stay accepted: "rotate the AWS key", "ghp_ tokens",
-    "password: see the vault", "Bearer tokens expire".
+11. ``secret`` (DESIGN 11; seed 003 section 18, "never store credentials or tokens"), on the NFKC
+    copy (so full-width forms are caught): a credential's shape: a PEM private key
+    (``-----BEGIN ... PRIVATE KEY-----``, any run of spaces, with its END line or a base64 body of 40
+    or more characters after it: a header alone is a mention), a PuTTY key (``PuTTY-User-Key-File-N:``
+    or ``Private-Lines:``), an AWS access key id (``AKIA``/``ASIA`` and 16 upper-case letters or
+    digits), a GitHub token (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_`` and 30 or more characters,
+    ``github_pat_``), a GitLab ``glpat-`` token (20 or more), a Hugging Face ``hf_`` token (30 or more
+    letters and digits), an ``sk-``/``sk-ant-``/``sk-proj-`` key (a hyphen-free part of 16 or more
+    characters mixing letters and digits: ``sk-learn-pipeline-v2`` is a name) or a Stripe
+    ``sk_live_``/``sk_test_`` key, a Slack ``xox[abpr]-`` token, a Google ``AIza`` key (35 more
+    characters), a JWT (three base64url parts, the first starting ``eyJ``), ``Bearer`` and a token of
+    20 or more characters with a digit, a URL with a password (``scheme://user:password@host``), and
+    an assignment (``password=``, ``api_key:``, ``"client_secret": "..."`` and the like) whose value is
+    not a placeholder (``$VAR``, ``<...>``, ``{...}``, ``%s``, ``***``, ``none``, one character
+    repeated) and is 8 or more characters, or, for ``password``/``passwd``/``pwd``/``secret``/
+    ``token``, any length when quoted, assigned with ``=``, not all letters, or ending its line.
+    Mentions stay accepted: "rotate the AWS key", "ghp_ tokens", "password: see the vault",
+    "Bearer tokens expire", "sk-learn", "-----BEGIN PRIVATE KEY----- starts a key".
 
 Rule 11 is not one of the ten of ``../shared/data/bad-inputs-dev.json`` (`CONTENT_RULES`); it is the
 protocol's (`PROTOCOL_RULES`) and runs after them (`RULES` is the whole order).
@@ -253,41 +260,103 @@ def _first_failing_rule(text: str) -> str | None:
         return "phrase"
     if not ascii_only and _has_mixed_script_word(text, astral):
         return "mixed-script"
-    if has_secret(text):
+    if has_secret(nfkc):
         return "secret"
     return None
 
 
 # Rule 11: each alternative is anchored on a fixed prefix, and every repetition is of a class the
-# next part cannot match, so matching stays linear in the text's length.
-_KEY_CHARS: Final = r"[A-Za-z0-9_\-]"
+# next part cannot match, so matching stays linear in the text's length. It runs on the NFKC copy,
+# so full-width look-alikes (``ｓｋ－ｐｒｏｊ－…``) are caught as their ASCII forms.
 _SECRET_SHAPES: Final = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
     r"|\bgithub_pat_[A-Za-z0-9_]{22,}"
-    rf"|\bsk-(?:ant-)?(?=[A-Za-z_\-]*[0-9]){_KEY_CHARS}{{20,}}"
+    r"|\bglpat-[A-Za-z0-9_\-]{20,}"
+    r"|\bhf_[A-Za-z0-9]{30,}"
     r"|\bsk_(?:live|test)_[A-Za-z0-9]{20,}"
     r"|\bxox[abpr]-[A-Za-z0-9\-]{10,}"
     r"|\bAIza[0-9A-Za-z_\-]{35}"
     r"|\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{16,}"
     r"|\b(?:[Bb]earer|BEARER)[ \t]+(?=[A-Za-z._~+/=\-]*[0-9])[A-Za-z0-9._~+/=\-]{20,}"
+    r"|\bPuTTY-User-Key-File-[0-9]+:[ \t]*[A-Za-z0-9]"
+    r"|^[ \t]*Private-Lines:[ \t]*[0-9]+[ \t]*$",
+    re.MULTILINE,
+)
+#: An ``sk-`` key: the token is checked in Python (`_random_part`), so that "sk-learn-pipeline-v2"
+#: stays a name.
+_SK_TOKEN: Final = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
+_RANDOM_PART: Final = re.compile(r"(?=[A-Za-z_]*[0-9])(?=[0-9_]*[A-Za-z])[A-Za-z0-9_]{16,}\Z")
+#: A PEM private key header; it is a key (not a mention) with its END line or a body after it.
+_PEM_HEADER: Final = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE[ \t]{1,8}KEY(?:[ \t]{1,8}BLOCK)?-----")
+_PEM_END: Final = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE[ \t]{1,8}KEY")
+_BASE64_TOKEN: Final = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}\Z")
+#: scheme://user:password@host with a non-empty password.
+_URL_CREDENTIAL: Final = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/@]{1,256}:([^\s/@]{1,256})@[A-Za-z0-9\[]"
 )
 _ASSIGNMENT: Final = re.compile(
-    r"(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd|secret|api[_\-]?key|apikey|api[_\-]?secret"
+    r"(?<![A-Za-z0-9])(password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|api[_\-]?secret"
     r"|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
     r"|client[_\-]?secret|private[_\-]?key)"
-    r"[\"']?[ \t]*[:=][ \t]*[\"']?([^\s\"'`,;]{8,})",
+    r"([\"']?)[ \t]*([:=])[ \t]*([\"']?)([^\s\"'`,;]+)",
     re.IGNORECASE,
 )
-_PLACEHOLDER: Final = re.compile(r"^(?:[$<{%\[(*]|redacted|(.)\1*$)", re.IGNORECASE)
+#: Keywords whose value is a credential however short it is (``password=hunter2``).
+_SHORT_KEYWORDS: Final = frozenset({"password", "passwd", "passphrase", "pwd", "secret", "token"})
+_PLACEHOLDER: Final = re.compile(
+    r"^(?:[$<{%\[(*]|redacted|none|null|nil|empty|unset|hidden|omitted|n/a|(.)\1*$)", re.IGNORECASE
+)
 
 
 def has_secret(text: str) -> bool:
-    """True when `text` holds a credential's shape (rule 11, ``secret``; module docstring)."""
+    """True when `text` holds a credential's shape (rule 11, ``secret``; module docstring). The caller
+    passes the NFKC copy."""
     if _SECRET_SHAPES.search(text) is not None:
         return True
-    return any(_PLACEHOLDER.match(match.group(1)) is None for match in _ASSIGNMENT.finditer(text))
+    if any(_random_part(match.group(0)) for match in _SK_TOKEN.finditer(text)):
+        return True
+    if any(_pem_key(text, match.end()) for match in _PEM_HEADER.finditer(text)):
+        return True
+    if any(_PLACEHOLDER.match(match.group(1)) is None for match in _URL_CREDENTIAL.finditer(text)):
+        return True
+    return any(_assigned(text, match) for match in _ASSIGNMENT.finditer(text))
+
+
+def _random_part(token: str) -> bool:
+    """True when a hyphen-separated part of an ``sk-`` token is a run of 16 or more characters
+    mixing letters and digits (a key, not a name like ``sk-learn-pipeline-v2``)."""
+    return any(_RANDOM_PART.match(part) for part in token[3:].split("-"))
+
+
+def _pem_key(text: str, end: int) -> bool:
+    """After a PEM private key header at `end`: its END line, or a base64 body of 40 or more
+    characters (tokens of 16 or more base64 characters) right after it. A header alone is a mention."""
+    if _PEM_END.search(text, end) is not None:
+        return True
+    body = 0
+    for token in text[end : end + 2048].split():
+        if _BASE64_TOKEN.match(token) is None:
+            break
+        body += len(token)
+        if body >= 40:
+            return True
+    return False
+
+
+def _assigned(text: str, match: re.Match[str]) -> bool:
+    """True when an assignment match holds a credential: a value that is not a placeholder, of 8 or
+    more characters; or, for a password, secret or token, of any length when it is quoted, assigned
+    with ``=``, holds a character other than a letter, or ends its line."""
+    keyword, separator, quote, value = match.group(1).lower(), match.group(3), match.group(4), match.group(5)
+    if _PLACEHOLDER.match(value) is not None:
+        return False
+    if len(value) >= 8:
+        return True
+    if keyword not in _SHORT_KEYWORDS or (keyword == "token" and value.isdigit()):
+        return False
+    rest = text[match.end() : match.end() + 1]
+    return bool(quote) or separator == "=" or not value.isalpha() or rest in ("", "\n", "\r")
 
 
 def _has_mixed_script_word(text: str, astral: bool) -> bool:

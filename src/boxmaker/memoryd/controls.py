@@ -82,13 +82,13 @@ Effect: TypeAlias = Literal["exclude-from-influence", "restore-eligibility"]
 #: A scope's resolved state.
 ScopeState: TypeAlias = Literal["in-force", "reinstated", "conflicting"]
 
-_DATE = r"\d{4}-\d{2}-\d{2}"
-_ID = re.compile(rf"^memwd-({_DATE})-(\d{{3,}})\Z")
-_ARCHIVE = re.compile(rf"^archive/({_DATE})\.md(?:#(mem-{_DATE}-\d{{3,}}))?\Z")
-_ANCHOR = re.compile(r"^sessions/([a-z0-9][a-z0-9-]{0,63})/(0|[1-9]\d{0,8})\.jsonl#([1-9]\d{0,9})\Z")
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_ID = re.compile(rf"^memwd-({_DATE})-([0-9]{{3,}})\Z")
+_ARCHIVE = re.compile(rf"^archive/({_DATE})\.md(?:#(mem-{_DATE}-[0-9]{{3,}}))?\Z")
+_ANCHOR = re.compile(r"^sessions/([a-z0-9][a-z0-9-]{0,63})/(0|[1-9][0-9]{0,8})\.jsonl#([1-9][0-9]{0,9})\Z")
 _SESSION_DECIDER = re.compile(r"^session:([a-z0-9][a-z0-9-]{0,63}) on the owner's request\Z")
-_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
-_RECORD_KEY = re.compile(r"^session/([a-z0-9][a-z0-9-]{0,63})/(\d+)/(\d+)(?:/\d+)?\Z")
+_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
+_RECORD_KEY = re.compile(r"^session/([a-z0-9][a-z0-9-]{0,63})/([0-9]+)/([0-9]+)(?:/[0-9]+)?\Z")
 
 
 class Scope(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -508,6 +508,23 @@ def from_chains(chains: Iterable[Chain], items: dict[str, Item], notes: Sequence
     )
 
 
+def withdrawn_by(
+    chains: Iterable[Chain], items: dict[str, Item], notes: Sequence[Note]
+) -> dict[str, list[str]]:
+    """For each withdrawn item, the ids of the control events that keep it excluded: each excluded
+    scope's controlling event (its heads, when conflicting) whose scope selects the item."""
+    found: dict[str, list[str]] = {}
+    for chain in chains:
+        if not chain.excluded:
+            continue
+        heads = [h.withdrawal_id for h in chain.heads] or [r.withdrawal_id for r in chain.records[-1:]]
+        for ident in sorted(from_chains([chain], items, notes).items):
+            if ident in items:
+                found.setdefault(ident, [])
+                found[ident] += [h for h in heads if h not in found[ident]]
+    return found
+
+
 def withdrawn_entries(
     exclusion: Exclusion, files: dict[str, Sequence[str]], journal: Iterator[dict[str, Any]]
 ) -> set[tuple[str, str]]:
@@ -604,6 +621,17 @@ class Controls:
         except FileNotFoundError:
             return []
         return parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
+
+    def withdrawn_by(self) -> dict[str, list[str]]:
+        """Each withdrawn item's id and the control events in force on it (`withdrawn_by`).
+
+        Raises:
+            OSError: when controls.jsonl or items.jsonl exists but cannot be read.
+        """
+        loaded = self.load()
+        if not loaded.records:
+            return {}
+        return withdrawn_by(loaded.chains, self.items(), self.notes())
 
     def exclusion(self) -> Exclusion:
         """What is excluded right now (an empty `Exclusion` when nothing is withdrawn).

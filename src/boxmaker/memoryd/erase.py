@@ -70,7 +70,7 @@ ERASURES_FILE = "erasures.jsonl"
 NOT_SCRUBBED = frozenset({".lock", ERASURES_FILE})
 #: A holder reference: a path or id, never a sentence.
 _HOLDER_REF = re.compile(r"^[A-Za-z0-9._:/#@-]{1,200}\Z")
-_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
+_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
 #: The holders memoryd always lists (seed 12.3's scope analysis), even when they hold nothing.
 FIXED_HOLDERS = (
     "memory/items.jsonl",
@@ -361,7 +361,7 @@ def next_erasure_id(memory_dir: Path, day: dt.date, reserved: Iterable[str] = ()
     numbers = [
         int(t[len(prefix) :])
         for t in [*taken, *reserved]
-        if t.startswith(prefix) and t[len(prefix) :].isdigit()
+        if t.startswith(prefix) and t[len(prefix) :].isascii() and t[len(prefix) :].isdigit()
     ]
     return f"{prefix}{max(numbers, default=0) + 1:03d}"
 

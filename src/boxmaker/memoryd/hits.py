@@ -83,7 +83,7 @@ def one_line(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + ELLIPSIS
 
 
-_NUMBERED = re.compile(r"\[(\d+)\]")
+_NUMBERED = re.compile(r"\[([0-9]+)\]")
 _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 

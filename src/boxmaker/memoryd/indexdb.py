@@ -266,7 +266,9 @@ class IndexDB:
         except OSError:
             return []
         return sorted(
-            int(stem) for stem in found if stem.isdigit() and (stem == "0" or not stem.startswith("0"))
+            int(stem)
+            for stem in found
+            if stem.isascii() and stem.isdigit() and (stem == "0" or not stem.startswith("0"))
         )
 
     def catch_up(self, session: str) -> int:

@@ -57,7 +57,7 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "pending-cleanup", "stale")
 CONFIDENCE_SCHEME = "epistemic-status-v1"
 CONFIDENCES: tuple[str, ...] = ("confirmed", "observed-once", "inferred", "unknown")
 
-ITEM_ID_PATTERN = r"^mem-(\d{4}-\d{2}-\d{2})-(\d{3,})\Z"
+ITEM_ID_PATTERN = r"^mem-([0-9]{4}-[0-9]{2}-[0-9]{2})-([0-9]{3,})\Z"
 _ITEM_ID = re.compile(ITEM_ID_PATTERN)
 
 
@@ -80,6 +80,7 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
         status: one of `STATUSES`; superseded_by: set when superseded.
         archive_ref: ``archive/YYYY-MM-DD.md#<id>`` once archived.
         erased: True once an authorised erasure removed it.
+        imported: ``import:<bundle file name>`` for an item `bxctl memory import` brought in, else None.
     """
 
     id: str
@@ -103,6 +104,7 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: str | None = None
     archive_ref: str | None = None
     erased: bool = False
+    imported: str | None = None
 
     @property
     def trusted(self) -> bool:
@@ -234,6 +236,7 @@ def captured(event: dict[str, Any]) -> Item:
         corroborating_refs=tuple(str(r) for r in event.get("corroborating_refs") or ()),
         inspired_by=_optional(event.get("inspired_by")),
         note=str(event.get("note", "")),
+        imported=_optional(event.get("imported")),
     )
 
 
@@ -289,7 +292,7 @@ def next_number(events: Iterable[dict[str, Any]], day: dt.date) -> int:
         ident = event.get("id")
         if event.get("event") == "capture" and isinstance(ident, str) and ident.startswith(prefix):
             tail = ident[len(prefix) :]
-            if tail.isdigit():
+            if tail.isascii() and tail.isdigit():
                 highest = max(highest, int(tail))
     return highest + 1
 

@@ -27,7 +27,7 @@ from boxmaker.proto.labels import DataClass, Label
 NoteKind = Literal["noted", "moved", "dropped"]
 
 _SESSION = r"[a-z0-9][a-z0-9-]{0,63}"
-_TIME = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z"
+_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}Z"
 _HEADER = re.compile(
     rf"^§ (?:(?P<noted>noted) (?P<ntime>{_TIME}) in session (?P<nsession>{_SESSION})"
     rf"|(?P<kind>moved|dropped) (?P<time>{_TIME}) from (?P<file>memory\.md|user\.md) "

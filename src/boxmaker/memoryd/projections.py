@@ -22,13 +22,15 @@ kind, Source and superseded_by when known).
 
 A topic page (seed 11): frontmatter (title, ``layer: warm``, triggers, last_updated = the newest item
 date, source_dates), then ``## Summary``, ``## Facts and lessons`` (active items), ``## History``
-(superseded ones with ``→ superseded_by``, stale ones) and ``## Pending cleanup``; each item line is
+(superseded ones with ``→ superseded_by``, or ``→ (withdrawn)`` when that item is withdrawn or
+erased, stale ones) and ``## Pending cleanup``; each item line is
 ``- [date] (kind) text · id · subject: … · Status: … · Confidence: … · Source: … · <class>[ · untrusted]``.
 
 Every item line shows its item's label; each page's `Page.label` is the strictest label of the items
 it shows (`items.label_of`), which the agent's read path returns so reading untrusted items taints
 the session. Item text, subjects and scopes are escaped (`mdtext.md_text`), so an item cannot forge
-Markdown structure.
+Markdown structure; the frontmatter's title and triggers are escaped the same way and then written
+as JSON double-quoted ASCII strings (valid YAML), so nothing in the store can break the YAML.
 """
 
 from __future__ import annotations
@@ -115,13 +117,32 @@ def visible(items: Iterable[Item], excluded: Excluded = nothing_excluded) -> lis
 
 
 def render(items: Iterable[Item], excluded: Excluded = nothing_excluded) -> Rendered:
-    """Render index.md and the topic pages from the fold's items (capture order). Pure."""
-    shown = visible(items, excluded)
+    """Render index.md and the topic pages from the fold's items (capture order). Pure.
+
+    A ``superseded_by`` pointer to an item that is not shown (withdrawn or erased) is said as
+    ``(withdrawn)``: the page never names an excluded item."""
+    every = list(items)
+    shown = visible(every, excluded)
+    hidden = frozenset(item.id for item in every) - {item.id for item in shown}
     by_topic: dict[str, list[Item]] = {}
     for item in shown:
         by_topic.setdefault(topic_of(item), []).append(item)
-    topics = {name: _topic_page(name, found) for name, found in sorted(by_topic.items())}
-    return Rendered(_index_page(shown, by_topic), topics)
+    topics = {name: _topic_page(name, found, hidden) for name, found in sorted(by_topic.items())}
+    return Rendered(_index_page(shown, by_topic, hidden), topics)
+
+
+def successor(item: Item, hidden: frozenset[str]) -> str | None:
+    """What an item's ``superseded_by`` pointer shows: the id, ``(withdrawn)`` when that item is
+    hidden, or None when there is no pointer."""
+    if not item.superseded_by:
+        return None
+    return "(withdrawn)" if item.superseded_by in hidden else item.superseded_by
+
+
+def _yaml(text: str) -> str:
+    """A frontmatter value: item text made inert (`md_text`) in a JSON (so YAML) double-quoted,
+    ASCII-only string: nothing can end the string, the line or the frontmatter."""
+    return json.dumps(md_text(text), ensure_ascii=True)
 
 
 def _triggers(found: Sequence[Item], name: str) -> list[str]:
@@ -140,30 +161,33 @@ def _summary(text: str) -> str:
     return md_text(short)
 
 
-def _status(item: Item) -> str:
-    if item.status == "superseded" and item.superseded_by:
-        return f"Status: superseded → {item.superseded_by}"
+def _status(item: Item, hidden: frozenset[str]) -> str:
+    pointer = successor(item, hidden)
+    if item.status == "superseded" and pointer:
+        return f"Status: superseded → {pointer}"
     return f"Status: {item.status}"
 
 
-def item_line(item: Item) -> str:
-    """One item on a topic page."""
+def item_line(item: Item, hidden: frozenset[str] = frozenset()) -> str:
+    """One item on a topic page (`hidden`: ids not shown, see `successor`)."""
     parts = [f"- [{item.date}] ({item.kind}) {md_text(item.text)}", item.id]
     if item.subject is not None:
         parts.append(f"subject: {md_text(item.subject)}")
-    parts.append(_status(item))
+    parts.append(_status(item, hidden))
     if item.confidence is not None:
         parts.append(f"Confidence: {md_text(item.confidence)}")
     parts.append(f"Source: {md_text(item.source)}")
+    if item.imported:
+        parts.append(md_text(item.imported))
     parts.append(label_text(item.label))
     return " · ".join(parts)
 
 
-def _section(title: str, found: Sequence[Item]) -> list[str]:
-    return [f"## {title}", "", *([item_line(i) for i in found] or ["(none)"]), ""]
+def _section(title: str, found: Sequence[Item], hidden: frozenset[str]) -> list[str]:
+    return [f"## {title}", "", *([item_line(i, hidden) for i in found] or ["(none)"]), ""]
 
 
-def _topic_page(name: str, found: Sequence[Item]) -> Page:
+def _topic_page(name: str, found: Sequence[Item], hidden: frozenset[str]) -> Page:
     triggers = _triggers(found, name)
     dates = sorted({item.date for item in found})
     active = [i for i in found if i.status == "active"]
@@ -172,10 +196,10 @@ def _topic_page(name: str, found: Sequence[Item]) -> Page:
     label = label_of(found)
     lines = [
         "---",
-        f"title: {json.dumps(_title(name))}",
+        f"title: {_yaml(_title(name))}",
         "layer: warm",
         "triggers:",
-        *[f"  - {json.dumps(t, ensure_ascii=True)}" for t in triggers],
+        *[f"  - {_yaml(t)}" for t in triggers],
         f"last_updated: {dates[-1]}",
         "source_dates:",
         *[f"  - {d}" for d in dates],
@@ -190,9 +214,9 @@ def _topic_page(name: str, found: Sequence[Item]) -> Page:
         f"{len(history):,} in history, {len(pending):,} pending cleanup; the strictest label here is "
         f"{label_text(label)}.",
         "",
-        *_section("Facts and lessons", active),
-        *_section("History", history),
-        *_section("Pending cleanup", pending),
+        *_section("Facts and lessons", active, hidden),
+        *_section("History", history, hidden),
+        *_section("Pending cleanup", pending, hidden),
     ]
     return Page("\n".join(lines).rstrip("\n") + "\n", label, tuple(i.id for i in found))
 
@@ -201,11 +225,12 @@ def _more(count: int, what: str) -> list[str]:
     return [f"- … and {count:,} more {what}"] if count > 0 else []
 
 
-def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]]) -> Page:
+def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]], hidden: frozenset[str]) -> Page:
     recent = sorted(shown, key=lambda i: (i.time, i.id), reverse=True)[:RECENT]
     lines = [BANNER, "", "# Memory Index", "", "## Recent Activity", ""]
     for item in recent:
         status = "" if item.status == "active" else f" · {item.status}"
+        status += " · imported" if item.imported else ""
         lines.append(
             f"- [{item.date}] ({item.kind}) {item.id} · {label_text(item.label)}{status} · "
             f"{_summary(item.text)} → {TOPICS_DIR}/{topic_of(item)}.md"
@@ -226,10 +251,11 @@ def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]]) -> Page:
     lines += ["", "## Pending Cleanup", ""]
     pending = [i for i in shown if i.status == "pending-cleanup"]
     for item in pending[:MAX_PENDING]:
-        successor = f" · superseded_by: {item.superseded_by}" if item.superseded_by else ""
+        pointer = successor(item, hidden)
+        after = f" · superseded_by: {pointer}" if pointer else ""
         lines.append(
             f"- [{item.date}] ({item.kind}) {item.id} · {label_text(item.label)} · {_summary(item.text)}"
-            f" · Source: {md_text(item.source)}{successor} → {TOPICS_DIR}/{topic_of(item)}.md"
+            f" · Source: {md_text(item.source)}{after} → {TOPICS_DIR}/{topic_of(item)}.md"
         )
     lines += _more(len(pending) - MAX_PENDING, "pending cleanup (see the topic pages)")
     if not pending:

@@ -55,7 +55,7 @@ class RecallResult:
     data: list[dict[str, Any]] = field(default_factory=list)
 
 
-_LOG_NAME = re.compile(r"\d{4}-\d{2}\.jsonl")
+_LOG_NAME = re.compile(r"[0-9]{4}-[0-9]{2}\.jsonl")
 
 
 def read_log(folder: Path) -> Iterator[str]:

@@ -108,6 +108,13 @@ CONSOLIDATE_SHAPE = Refusal(
 )
 
 
+def field_refused(field: str, rule: str, sentence: str) -> Refusal:
+    """A capture field (subject, scope, corroborating_refs, inspired_by) fails the write check's
+    `rule`; `sentence` is the rule's own (``refused (<rule>): the text …``)."""
+    _, _, why = sentence.partition("): ")
+    return Refusal(f"refused:{rule}", f"refused ({rule}): in the field `{field}`, {why}")
+
+
 def arguments(why: str) -> Refusal:
     """The call's arguments do not have the tool's shape; `why` names the field."""
     return Refusal("refused:arguments", f"invalid arguments: {why}")
@@ -133,9 +140,23 @@ def updated(file: str, size: int, limit: int) -> str:
     return f"{file} updated ({size:,} of {limit:,} characters); the change takes effect in the next session"
 
 
-NOTED_TRUSTED = "noted"
-NOTED_UNTRUSTED = "noted (untrusted)"
-SAVED_AS_NOTE = "saved as a note (untrusted): this session has read untrusted content"
+def noted(ident: str, untrusted: bool) -> str:
+    """A note captured as item `ident`."""
+    return f"noted as {ident}" + (" (untrusted)" if untrusted else "")
+
+
+def saved_as_note(ident: str) -> str:
+    """A tainted session's identity add, captured as untrusted note `ident` instead."""
+    return f"saved as note {ident} (untrusted): this session has read untrusted content"
+
+
+def withdrawn_already(ident: str) -> Refusal:
+    """The owner withdraws an exact scope whose controlling event is already a withdrawal."""
+    return Refusal(
+        "refused:duplicate",
+        f"refused (duplicate): already withdrawn as {ident}, in force; nothing new was recorded; to "
+        f"record another reason name it: --supersedes {ident}",
+    )
 
 
 def staged(pending_id: str, file: str) -> str:

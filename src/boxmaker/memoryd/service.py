@@ -467,8 +467,10 @@ class Memoryd:
             return sentences.unwritable(str(path), exc.strerror or str(exc))
         return made
 
-    def import_bundle(self, path: Path) -> tuple[bundle.ImportPlan, str] | Refusal:
-        """Validate and import a bundle (see `bundle`): one journal commit (action import).
+    def import_bundle(self, path: Path, trusted: bool = False) -> tuple[bundle.ImportPlan, str] | Refusal:
+        """Validate and import a bundle (see `bundle`): one journal commit (action import); its items
+        untrusted unless `trusted`. With controls, the index is rebuilt in the background, as after a
+        withdrawal.
 
         Returns the plan and the edit id, or the refusal (nothing written).
         """
@@ -483,7 +485,7 @@ class Memoryd:
                 position = len(notes.parse(self.store.read_notes()))
             except (OSError, FileUnreadable) as exc:
                 return Refusal("refused:unavailable", f"{exc}; nothing was imported")
-            plan = bundle.plan_import(loaded, present, controls)
+            plan = bundle.plan_import(loaded, present, controls, trusted)
             if isinstance(plan, Refusal):
                 return plan
             fields, appends, added = bundle.import_appends(
@@ -510,6 +512,8 @@ class Memoryd:
             if added:
                 data = next(a.data for a in appends if a.path == "notes.md")
                 self.writer.on_notes(added, data)
+        if plan.controls:
+            self.withdrawals.on_change()
         return plan, str(line["id"])
 
     def replay_into(self, folder: Path) -> list[str] | Refusal:

@@ -36,7 +36,7 @@ from boxmaker.memoryd.notes import Note
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.labels import DataClass, Label
 
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 #: Indent of every body line in ``text``.
 INDENT = "  "
 

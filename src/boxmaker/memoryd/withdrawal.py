@@ -214,8 +214,10 @@ class Withdrawals:
         """Withdraw the captured part of `scope` and answer with the receipt.
 
         The owner (`session` "owner") names the prior controlling event of the same exact scope in
-        `supersedes` (refused otherwise, naming it). For a session acting on the owner's request,
-        memoryd names it itself, and a scope already withdrawn is reported, not withdrawn again.
+        `supersedes` (refused otherwise, naming it); an exact scope already withdrawn and in force is
+        refused with ``refused:duplicate`` ("already withdrawn as memwd-…") when none is named. For a
+        session acting on the owner's request, memoryd names it itself, and a scope already withdrawn
+        is reported, not withdrawn again.
 
         Raises:
             OSError: a file cannot be read (nothing was recorded).
@@ -234,6 +236,9 @@ class Withdrawals:
             if captured.empty():
                 return self._receipt(None, captured, missing, sentences.no_capture(missing))
             chain = self._chain(captured)
+            if owner and supersedes is None and chain is not None and chain.state == "in-force":
+                head = chain.heads[0].withdrawal_id
+                return sentences.withdrawn_already(head)
             if not owner and chain is not None:
                 if chain.excluded and chain.controlling is not None:
                     head = chain.controlling.withdrawal_id

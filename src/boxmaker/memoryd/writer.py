@@ -1,7 +1,7 @@
 """Where a `memory` write goes, and every path that changes a memory file (M5a section 5).
 
-- `note` is appended to notes.md in any session, labelled by the session: ``noted`` or
-  ``noted (untrusted)``.
+- `note` is appended to notes.md in any session, labelled by the session: ``noted as mem-…`` or
+  ``noted as mem-… (untrusted)`` (the new item's id).
 - In a session that has not seen untrusted content, `add`, `replace`, `remove` and `consolidate`
   apply to memory.md or user.md (or, with review on, wait in pending.jsonl for the owner).
 - In a session that has, an `add` becomes an untrusted note and the answer says so; the other
@@ -236,9 +236,8 @@ class Writer:
             self._notes_seen = _stat(self.store.notes_path)
             self.on_notes([entry], appended.data)
         if action == "add":
-            return Answer(sentences.SAVED_AS_NOTE, sentences.NOTED, line["id"])
-        text = sentences.NOTED_UNTRUSTED if caller.label.untrusted else sentences.NOTED_TRUSTED
-        return Answer(text, sentences.NOTED, line["id"])
+            return Answer(sentences.saved_as_note(ident), sentences.NOTED, line["id"])
+        return Answer(sentences.noted(ident, caller.label.untrusted), sentences.NOTED, line["id"])
 
     # Review ----------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from typing import Any
 from boxmaker.proto import fsio
 from boxmaker.proto.fsio import complete_lines
 
-ERASURE_ID_PATTERN = r"^memerase-(\d{4}-\d{2}-\d{2})-(\d{3,})\Z"
+ERASURE_ID_PATTERN = r"^memerase-([0-9]{4}-[0-9]{2}-[0-9]{2})-([0-9]{3,})\Z"
 AUTHORITY_PATTERN = r"^[A-Za-z0-9._:/-]{1,80}\Z"
 _ERASURE_ID = re.compile(ERASURE_ID_PATTERN)
 _AUTHORITY = re.compile(AUTHORITY_PATTERN)

@@ -16,8 +16,8 @@ import secrets
 from boxmaker.proto.errors import InvalidId
 
 SESSION_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}\Z"
-EDIT_ID_PATTERN = r"^\d{4}-\d{2}-\d{2}-\d{4,}\Z"
-PENDING_ID_PATTERN = r"^p-\d{4}-\d{2}-\d{2}-\d{4,}\Z"
+EDIT_ID_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{4,}\Z"
+PENDING_ID_PATTERN = r"^p-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{4,}\Z"
 
 _SESSION_ID = re.compile(SESSION_ID_PATTERN)
 _EDIT_ID = re.compile(EDIT_ID_PATTERN)

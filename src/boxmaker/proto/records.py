@@ -19,7 +19,7 @@ from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.labels import DataClass, Label
 
-TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z\Z"
+TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z\Z"
 Time: TypeAlias = Annotated[str, msgspec.Meta(pattern=TIME_PATTERN)]
 Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
 
