@@ -67,7 +67,9 @@ RULES = [
 ]
 
 
-def baseline(home: Path, at_limit: bool, conventions: int = CONVENTIONS.limit) -> tuple[str, list[dict[str, Any]]]:
+def baseline(
+    home: Path, at_limit: bool, conventions: int = CONVENTIONS.limit
+) -> tuple[str, list[dict[str, Any]]]:
     """The system text and tools of a new session's baseline on a fresh home; at the limits,
     conventions.md holds `conventions` characters and soul.md the rest of their shared 4,000."""
     memory = home / "memory"
@@ -80,7 +82,9 @@ def baseline(home: Path, at_limit: bool, conventions: int = CONVENTIONS.limit) -
             soul_text += " " + FACTS[len(soul_text) % len(FACTS)]
         (memory / "soul.md").write_text(soul_text[:soul_limit] + "\n", encoding="utf-8")
         rules = fill(conventions, facts=RULES) if conventions else []
-        (memory / "conventions.md").write_text("\n§\n".join(rules) + ("\n" if rules else ""), encoding="utf-8")
+        (memory / "conventions.md").write_text(
+            "\n§\n".join(rules) + ("\n" if rules else ""), encoding="utf-8"
+        )
         (memory / "memory.md").write_text("\n§\n".join(fill(2200)) + "\n", encoding="utf-8")
         (memory / "user.md").write_text("\n§\n".join(fill(1375)) + "\n", encoding="utf-8")
     service = Memoryd(load(None, str(home)))

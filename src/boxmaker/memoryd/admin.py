@@ -7,7 +7,7 @@
 | undo | arg: edit id ("" = the latest edit of memory.md or user.md) | reverts it, or says why not |
 | pending | | staged writes waiting for the owner |
 | accept, reject | arg: pending id | applies (with every check) or discards one |
-| files | | each file's usage against its limit (conventions.md, and soul.md with it); entries the block leaves out |
+| files | | each file's usage against its limit (and soul.md with conventions.md); entries left out |
 | show | | the memory block a new session would get now |
 | search | arg: query; args: {"k": 1..50} | what is remembered, identity entries included |
 | add | args: {"file": "memory"/"user", "text"} | the owner's own identity write, journalled as the owner |
@@ -29,7 +29,7 @@
 | erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
 | proposals | args: {"all": bool} | pending proposals (all with `all`), refs and eligibility (`proposals`) |
-| proposal-accept, proposal-reject | arg: proposal id | the owner's decision; accept appends the rule to conventions.md |
+| proposal-accept, proposal-reject | arg: proposal id | the owner's decision (accept: into conventions.md) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``

@@ -49,6 +49,7 @@ import msgspec
 
 from boxmaker.memoryd import edits, sentences
 from boxmaker.memoryd.archive import ARCHIVE_DIR
+from boxmaker.memoryd.arguments import ProposeArgs
 from boxmaker.memoryd.check import check_text
 from boxmaker.memoryd.controls import Exclusion
 from boxmaker.memoryd.entries import CONVENTIONS, STEERING_LIMIT, file_content, prepare, render_entries
@@ -79,7 +80,9 @@ _DATED = r"(\d{4}-\d{2}-\d{2})-\d{3,}"
 _FEEDBACK = re.compile(rf"^memfb-{_DATED}\Z")
 _RETRIEVAL = re.compile(rf"^memret-{_DATED}\Z")
 _ARCHIVE = re.compile(r"^archive/(\d{4}-\d{2}-\d{2})\.md(?:#(mem-\d{4}-\d{2}-\d{2}-\d{3,}))?\Z")
-_TARGET = re.compile(r"^(?:conventions|[a-z][a-z0-9-]{0,39}:[^\s\x00-\x1f\x7f-\x9f\u2028\u2029][^\x00-\x1f\x7f-\x9f\u2028\u2029]{0,79})\Z")
+_TARGET = re.compile(
+    r"^(?:conventions|[a-z][a-z0-9-]{0,39}:[^\s\x00-\x1f\x7f-\x9f\u2028\u2029][^\x00-\x1f\x7f-\x9f\u2028\u2029]{0,79})\Z"
+)
 
 
 class Proposal(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,7 +179,10 @@ def ref_problem(ref: str, items: Mapping[str, Item], excluded: Exclusion, memory
         return None
     archived = _ARCHIVE.match(ref)
     if archived is not None:
-        if not _real_date(archived.group(1)) or not (memory_dir / ARCHIVE_DIR / f"{archived.group(1)}.md").is_file():
+        if (
+            not _real_date(archived.group(1))
+            or not (memory_dir / ARCHIVE_DIR / f"{archived.group(1)}.md").is_file()
+        ):
             return sentences.bad_ref(ref, "names no archive file")
         if excluded.archive(ref):
             return sentences.bad_ref(ref, "names no archive file")
@@ -222,9 +228,7 @@ def _field(name: str, value: str, limit: int) -> str | Refusal:
     return text
 
 
-def propose(
-    memory: Memoryd, caller: Caller, target: str, change: str, refs: list[str], benefit: str, risk: str
-) -> Answer:
+def propose(memory: Memoryd, caller: Caller, args: ProposeArgs) -> Answer:
     """File a proposal (status pending-review) for `caller`, or refuse with nothing written.
 
     Refusals: ``refused:arguments`` (lengths, the target's form), a write-check code on any text
@@ -232,13 +236,14 @@ def propose(
     ``refused:duplicate`` (the same change to the same target already pending),
     ``refused:unavailable`` (a store file cannot be read).
     """
+    target, refs = args.target, list(args.refs)
     if not _TARGET.match(target) or " \u00b7 " in target:
         return Answer.refused(sentences.bad_target(target))
     checked: list[str] = []
     for name, value, limit in (
-        ("text", change, CHANGE_LIMIT),
-        ("benefit", benefit, TEXT_LIMIT),
-        ("risk", risk, TEXT_LIMIT),
+        ("text", args.text, CHANGE_LIMIT),
+        ("benefit", args.benefit, TEXT_LIMIT),
+        ("risk", args.risk, TEXT_LIMIT),
     ):
         text = _field(name, value, limit)
         if isinstance(text, Refusal):
@@ -331,7 +336,9 @@ def decide(memory: Memoryd, ident: str, accept: bool) -> Answer:
             "proposals": [decision],
         }
         if not accept:
-            entry.update(action="reject-proposal", file=PROPOSALS_FILE, where=PROPOSALS_FILE, before=[], after=[])
+            entry.update(
+                action="reject-proposal", file=PROPOSALS_FILE, where=PROPOSALS_FILE, before=[], after=[]
+            )
             memory.journal.commit(Change(entry, [_append(decision)], reserved=reserved))
             return Answer(sentences.rejected_proposal(ident, reserved.id), "ok", reserved.id)
         try:
@@ -392,15 +399,18 @@ def _describe(proposal: Proposal, count: int) -> list[str]:
     who = "the owner" if proposal.proposed_by == OWNER_SESSION else f"session {proposal.proposed_by}"
     if proposal.label.untrusted:
         who += " (untrusted: it had read untrusted content)"
-    head = f"{proposal.proposal_id}  {proposal.status}  target {proposal.target}  by {who}  {proposal.proposed_at}"
+    head = f"{proposal.proposal_id}  {proposal.status}  target {proposal.target}  by {who}"
+    head += f"  {proposal.proposed_at}"
     if proposal.status != PENDING:
-        head += f"  ({proposal.status} by {proposal.decided_by} at {proposal.decided_at}, edit {proposal.edit})"
+        head += (
+            f"  ({proposal.status} by {proposal.decided_by} at {proposal.decided_at}, edit {proposal.edit})"
+        )
     refs = len(proposal.supporting_refs)
     if count >= ELIGIBLE:
         standing = "eligible for review; only your accept writes it"
     else:
         standing = f"not yet eligible: {ELIGIBLE} independent refs make it eligible"
-    lines = [
+    return [
         escape_line(head),
         f"  change: {escape_line(proposal.proposed_change)}",
         f"  refs ({refs}, {count} independent: {standing}): "
@@ -408,4 +418,3 @@ def _describe(proposal: Proposal, count: int) -> list[str]:
         f"  benefit: {escape_line(proposal.expected_benefit)}",
         f"  risk: {escape_line(proposal.risk)}",
     ]
-    return lines

@@ -51,7 +51,8 @@ def replay(
     journal_lines: Iterable[dict[str, Any]], into: Path, exclusion_for: ExclusionFor = _nothing
 ) -> None:
     """Rebuild items.jsonl, controls.jsonl, proposals.jsonl, notes.md, memory.md, user.md, conventions.md,
-    archive/ and the projections under `into` (created 0700 when missing; it should be empty) from `journal_lines`, oldest first.
+    archive/ and the projections under `into` (created 0700 when missing; it should be empty) from
+    `journal_lines`, oldest first.
 
     Raises:
         OSError: when a file cannot be written.

@@ -493,7 +493,8 @@ def proposal_field(name: str, rule: str, sentence: str) -> Refusal:
 def proposal_duplicate(ident: str) -> Refusal:
     """The same change to the same target is already waiting for review."""
     return Refusal(
-        "refused:duplicate", f"{ident} already proposes this exact change and waits for review; nothing was written"
+        "refused:duplicate",
+        f"{ident} already proposes this exact change and waits for review; nothing was written",
     )
 
 

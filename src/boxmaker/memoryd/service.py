@@ -286,9 +286,7 @@ class Memoryd:
         if isinstance(parsed, Refusal):
             return ToolResponse(request.call_id, parsed.sentence, parsed.code, None)
         caller = Caller(request.session, request.call_id, label)
-        answer = proposals.propose(
-            self, caller, parsed.target, parsed.text, list(parsed.refs), parsed.benefit, parsed.risk
-        )
+        answer = proposals.propose(self, caller, parsed)
         return ToolResponse(request.call_id, answer.output, answer.code, None)
 
     def write(self, apply: Callable[[], Answer]) -> Answer:

@@ -10,7 +10,8 @@
 | edits/YYYY-MM.jsonl, recalls/YYYY-MM.jsonl, pending.jsonl | memoryd, appending | none |
 
 soul.md and conventions.md together are at most 4,000 characters (`STEERING_LIMIT`, the owner's
-steering budget; `steering_problem`). At start memoryd creates what is missing (folder 0700, files 0600) and never overwrites anything.
+steering budget; `steering_problem`). At start memoryd creates what is missing (folder 0700, files
+0600) and never overwrites anything.
 Files the owner edits by hand are read with a leading BOM dropped and CRLF as LF.
 """
 
