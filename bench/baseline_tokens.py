@@ -1,5 +1,7 @@
 """The baseline's size in tokens (M5a section 1.5: at most 3,000), with the starter soul.md and empty memory
-files, and with every memory file at its limit (soul.md 4,000, memory.md 2,200, user.md 1,375 characters).
+files, and with every memory file at its limit: conventions.md 2,000 characters and soul.md the 1,400 left
+of their shared 3,400 (the owner's steering budget, docs/decisions.md), memory.md 2,200, user.md 1,375
+(``at_limit``); and, for comparison, soul.md alone at 3,400 with no conventions (``at_limit_soul``).
 
 The baseline is built as loopd builds it: system.md, a blank line, the memory block rendered by memoryd
 (in process), and the core tool schemas. With a llama-server at ``--model-url``, tokens are counted with
@@ -24,6 +26,7 @@ import httpx
 
 from boxmaker.loopd.tools import core_tools
 from boxmaker.memoryd.config import load
+from boxmaker.memoryd.entries import CONVENTIONS, SOUL_LIMIT, STEERING_LIMIT
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryBlock, MemoryBlockReply
 from boxmaker.proto.settings import packaged_starter
@@ -39,7 +42,7 @@ FACTS = [
 ]
 
 
-def fill(limit: int, base: str = "") -> list[str]:
+def fill(limit: int, base: str = "", facts: list[str] = FACTS) -> list[str]:
     """Entries of real-looking text whose file text is exactly `limit` characters."""
     entries: list[str] = [base] if base else []
     n = 0
@@ -48,22 +51,40 @@ def fill(limit: int, base: str = "") -> list[str]:
         room = limit - len(text) - (3 if entries else 0)
         if room <= 0:
             break
-        fact = f"{FACTS[n % len(FACTS)]} (note {n})"
+        fact = f"{facts[n % len(facts)]} (note {n})"
         entries.append(fact[:room] if len(fact) > room else fact)
         n += 1
     return entries
 
 
-def baseline(home: Path, at_limit: bool) -> tuple[str, list[dict[str, Any]]]:
-    """The system text and tools of a new session's baseline on a fresh home."""
+RULES = [
+    "Commits in the owner's repositories use the approved maintainer identity, never a personal account.",
+    "Every change that will be published must pass the sensitive-information scan before it is pushed.",
+    "Ask the owner before deleting or moving anything outside the project folder, even temporary files.",
+    "Dates in replies are written YYYY-MM-DD and times in UTC, with the owner's local time after them.",
+    "Review findings marked NIT still need a fix or a written reason before the change is approved.",
+    "Deployments to atlas wait for a green backup check; if the check is red, stop and tell the owner.",
+]
+
+
+def baseline(
+    home: Path, at_limit: bool, conventions: int = CONVENTIONS.limit
+) -> tuple[str, list[dict[str, Any]]]:
+    """The system text and tools of a new session's baseline on a fresh home; at the limits,
+    conventions.md holds `conventions` characters and soul.md the rest of their shared 4,000."""
     memory = home / "memory"
     memory.mkdir(parents=True, mode=0o700)
     soul = packaged_starter("soul.md").read_text(encoding="utf-8")
     if at_limit:
+        soul_limit = min(SOUL_LIMIT, STEERING_LIMIT - conventions)
         soul_text = soul.rstrip("\n") + "\n\n" + " ".join(FACTS)
-        while len(soul_text) < 4000:
+        while len(soul_text) < soul_limit:
             soul_text += " " + FACTS[len(soul_text) % len(FACTS)]
-        (memory / "soul.md").write_text(soul_text[:4000] + "\n", encoding="utf-8")
+        (memory / "soul.md").write_text(soul_text[:soul_limit] + "\n", encoding="utf-8")
+        rules = fill(conventions, facts=RULES) if conventions else []
+        (memory / "conventions.md").write_text(
+            "\n§\n".join(rules) + ("\n" if rules else ""), encoding="utf-8"
+        )
         (memory / "memory.md").write_text("\n§\n".join(fill(2200)) + "\n", encoding="utf-8")
         (memory / "user.md").write_text("\n§\n".join(fill(1375)) + "\n", encoding="utf-8")
     service = Memoryd(load(None, str(home)))
@@ -104,10 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     results = {}
-    for name, at_limit in (("starter", False), ("at_limit", True)):
+    cases = (("starter", False, 0), ("at_limit", True, CONVENTIONS.limit), ("at_limit_soul", True, 0))
+    for name, at_limit, conventions in cases:
         root = Path(tempfile.mkdtemp(prefix="bx-tok-", dir="/tmp"))
         try:
-            system, tools = baseline(root / "home", at_limit)
+            system, tools = baseline(root / "home", at_limit, conventions)
             results[name] = count(args.model_url, system, tools)
         finally:
             shutil.rmtree(root, ignore_errors=True)
@@ -115,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results))
         return 0
     for name, result in results.items():
-        what = "starter soul.md, empty memory" if name == "starter" else "every memory file at its limit"
+        what = {
+            "starter": "starter soul.md, empty memory",
+            "at_limit": "every memory file at its limit (conventions.md 2,000, soul.md 1,400)",
+            "at_limit_soul": "every memory file at its limit (soul.md 3,400, conventions.md empty)",
+        }[name]
         if result["tokens"] is not None:
             verdict = "ok" if result["tokens"] <= LIMIT else "OVER"
             print(

@@ -11,7 +11,8 @@ Where each check is proved:
 | 7 a topic page has source dates | tests/memoryd/test_projections.py |
 | 8 the raw archive is not loaded by default | tests/memoryd/test_projections.py |
 | 11 every item has date, id, kind, Source (state: subject) | tests/memoryd/test_items.py |
-| 12 an agent's steering change stays a proposal | here |
+| 12 an agent's steering change stays a proposal | here; tests/test_promotion_e2e.py (conventions) |
+| 15 policy changes are reviewable proposals with refs | tests/test_promotion_e2e.py |
 | 17 a forget request gets a surface receipt | tests/memoryd/test_withdrawal.py |
 | 18 a never-captured scope is not admitted | tests/memoryd/test_withdrawal.py |
 | 19 a withdrawal excludes its scope until reinstated | tests/memoryd/test_withdrawal.py |

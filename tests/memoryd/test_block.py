@@ -33,6 +33,7 @@ def test_the_block_exactly(home: Path, service: Memoryd) -> None:
     assert isinstance(reply, MemoryBlockReply)
     assert reply.text == (
         "# soul.md\n\nI am a test soul.\n\n"
+        "# conventions.md (0 of 2,000 characters)\n\n(empty)\n\n"
         "# memory.md (38 of 2,200 characters)\n\nDeploys on Thursday.\n§\nStaging is db2.\n\n"
         "# user.md (0 of 1,375 characters)\n\n(empty)"
     )

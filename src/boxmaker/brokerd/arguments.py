@@ -18,7 +18,8 @@ Pure: no I/O. memoryd checks the content rules of `memory` again when it applies
 
 ``note`` and ``add`` also take the protocol's optional capture fields (`CAPTURE_KEYS`: kind, subject,
 confidence, scope, corroborating_refs, inspired_by; issue 6), and the protocol's ``forget`` (items,
-sessions, text), ``index`` and ``topic`` (topic) are let through by their keys: memoryd checks every
+sessions, text), ``index``, ``topic`` (topic) and ``propose`` (target, text, refs, benefit, risk) are let
+through by their keys: memoryd checks every
 value and answers with the refusal sentence the model reads.
 
 A tool not listed here is not checked (no runtime here runs it).
@@ -80,6 +81,8 @@ _PROTOCOL_KEYS: dict[str, tuple[str, ...]] = {
     "forget": ("items", "sessions", "reason"),
     "index": (),
     "topic": ("topic",),
+    # promotion (seed 003 sections 17 and 23.5): memoryd checks lengths, refs and content
+    "propose": ("target", "text", "refs", "benefit", "risk"),
 }
 
 
@@ -98,7 +101,7 @@ def check_memory(arguments: dict[str, Any]) -> str | None:
     if action not in _ACTION_KEYS:
         return (
             "the argument `action` must be one of add, replace, remove, note, consolidate, tiers, "
-            "forget, index, topic"
+            "forget, index, topic, propose"
         )
     assert isinstance(action, str)
     optional = CAPTURE_KEYS if action in ("note", "add") else ()

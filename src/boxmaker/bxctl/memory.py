@@ -589,3 +589,8 @@ from boxmaker.bxctl.erase import memory_erase, memory_erasures  # noqa: E402
 
 memory.add_command(memory_erase)
 memory.add_command(memory_erasures)
+
+# Promotion (seed 003 sections 17 and 23.5): `bxctl memory proposals` (module `proposals`).
+from boxmaker.bxctl.proposals import memory_proposals  # noqa: E402
+
+memory.add_command(memory_proposals)

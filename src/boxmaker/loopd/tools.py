@@ -15,75 +15,102 @@ from dataclasses import dataclass
 from typing import Any
 
 CORE_TOOL_NAMES = ("clock", "recall", "memory", "find_tool", "call_tool")
-#: The `memory` tool's actions (M5a section 5, M5d 4.4, issue 6: the protocol's forget, index, topic).
-MEMORY_ACTIONS = ("add", "replace", "remove", "note", "consolidate", "tiers", "forget", "index", "topic")
+#: The `memory` tool's actions in every live session's schema (M5a section 5, M5d 4.4; issue 6: the
+#: protocol's forget, index, topic; issue 7: propose, seed 003 sections 17 and 23.5, and feedback, 23.2).
+#: Maintenance actions are not here: only a maintenance job's session gets them (loopd, issue 7).
+MEMORY_ACTIONS = (
+    "add",
+    "replace",
+    "remove",
+    "note",
+    "consolidate",
+    "tiers",
+    "forget",
+    "index",
+    "topic",
+    "propose",
+    "feedback",
+)
 
 _TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}\Z")
 
+_STRING: dict[str, Any] = {"type": "string"}
+_ARRAY: dict[str, Any] = {"type": "array"}
+
+
+def _enum(*values: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values)}
+
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        parameters["required"] = required
     return {
         "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+def memory_properties() -> dict[str, Any]:
+    """The `memory` tool's argument properties (a new dict each call). Compact on purpose: the schema
+    counts toward the baseline's 3,000 tokens (docs/decisions.md); memoryd and brokerd check every
+    value (ranges, forms, which keys an action takes) and answer with a sentence naming the field.
+
+    Shared names: `text` is a note's or entry's text and a proposal's rule; `items` are item ids (forget,
+    feedback); `confidence` is a capture's epistemic status or feedback's attribution confidence.
+    propose: `target`, `text`, `refs`, `benefit`, `risk`. feedback: `retrieval`, `verdict`, `role`,
+    `confidence`, `items`, `evidence`, `outcome`.
+    """
+    return {
+        "action": _enum(*MEMORY_ACTIONS),
+        "text": _STRING,
+        "kind": _enum("state", "knowledge"),
+        "subject": _STRING,
+        "confidence": _enum("confirmed", "observed-once", "inferred", "unknown", "low", "medium", "high"),
+        "scope": _STRING,
+        "file": _enum("memory", "user"),
+        "old": _STRING,
+        "entries": {"type": "array", "description": "each entry once: {old, keep|text|move|drop}"},
+        "untrusted": {"type": "boolean"},
+        "items": _ARRAY,
+        "sessions": _ARRAY,
+        "topic": _STRING,
+        "target": _STRING,
+        "refs": _ARRAY,
+        "benefit": _STRING,
+        "risk": _STRING,
+        "retrieval": _STRING,
+        "verdict": _enum("helpful", "misleading", "neutral", "unknown"),
+        "role": _STRING,
+        "evidence": _ARRAY,
+        "outcome": _STRING,
     }
 
 
 def core_tools() -> list[dict[str, Any]]:
     """The core tools' schemas in OpenAI `tools` form, in a fixed order (a new list each call)."""
     return [
-        _function("clock", "The current date and time (UTC).", {}, []),
+        _function("clock", "Current UTC date and time.", {}, []),
         _function(
             "recall",
             "Search earlier sessions and notes.",
-            {
-                "query": {"type": "string"},
-                "k": {"type": "integer", "minimum": 1, "maximum": 10},
-            },
+            {"query": _STRING, "k": {"type": "integer"}},
             ["query"],
         ),
         _function(
             "memory",
             "note: a fact or lesson. add/replace/remove/consolidate: memory.md (yours) or user.md "
-            "(owner's) entries, named by full text. tiers: entries by use. index, topic: read memory. "
-            "forget: withdraw.",
-            {
-                "action": {"type": "string", "enum": list(MEMORY_ACTIONS)},
-                "text": {"type": "string"},
-                "kind": {"type": "string", "enum": ["state", "knowledge"]},
-                "subject": {"type": "string", "description": "state: what it is the value of"},
-                "confidence": {
-                    "type": "string",
-                    "enum": ["confirmed", "observed-once", "inferred", "unknown"],
-                },
-                "scope": {"type": "string"},
-                "file": {"type": "string", "enum": ["memory", "user"]},
-                "old": {"type": "string"},
-                "entries": {
-                    "type": "array",
-                    "items": {"type": "object"},
-                    "description": "each entry once: {old, keep|text|move|drop}",
-                },
-                "untrusted": {"type": "boolean"},
-                "items": {"type": "array", "items": {"type": "string"}},
-                "sessions": {"type": "array", "items": {"type": "string"}},
-                "topic": {"type": "string"},
-            },
+            "(owner's) entries, by full text. tiers: by use. index, topic: read. forget: withdraw. "
+            "propose: a rule for the owner. feedback: on recalled items.",
+            memory_properties(),
             ["action"],
         ),
-        _function(
-            "find_tool",
-            "List your other tools and their arguments.",
-            {"query": {"type": "string", "description": "what it should do"}},
-            ["query"],
-        ),
+        _function("find_tool", "List your other tools and their arguments.", {"query": _STRING}, ["query"]),
         _function(
             "call_tool",
             "Run a tool that find_tool listed.",
-            {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            {"name": _STRING, "arguments": {"type": "object"}},
             ["name", "arguments"],
         ),
     ]

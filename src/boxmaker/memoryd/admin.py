@@ -7,7 +7,7 @@
 | undo | arg: edit id ("" = the latest edit of memory.md or user.md) | reverts it, or says why not |
 | pending | | staged writes waiting for the owner |
 | accept, reject | arg: pending id | applies (with every check) or discards one |
-| files | | each file's usage against its limit; entries the block leaves out |
+| files | | each file's usage against its limit (and soul.md with conventions.md); entries left out |
 | show | | the memory block a new session would get now |
 | search | arg: query; args: {"k": 1..50} | what is remembered, identity entries included |
 | add | args: {"file": "memory"/"user", "text"} | the owner's own identity write, journalled as the owner |
@@ -28,6 +28,8 @@
 | erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
 | erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
+| proposals | args: {"all": bool} | pending proposals (all with `all`), refs and eligibility (`proposals`) |
+| proposal-accept, proposal-reject | arg: proposal id | the owner's decision (accept: into conventions.md) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -45,13 +47,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from boxmaker.memoryd import arguments, erase, itemops, projections, review, sentences
+from boxmaker.memoryd import arguments, erase, itemops, projections, proposals, review, sentences
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.controls import Scope
-from boxmaker.memoryd.entries import IDENTITY_FILES, SOUL_LIMIT
+from boxmaker.memoryd.entries import CONVENTIONS, IDENTITY_FILES, SOUL_LIMIT, STEERING_LIMIT
 from boxmaker.memoryd.items import CONFIDENCE_SCHEME, KINDS, STATUSES, Item, is_item_id
 from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.store import FileOverLimit, FileUnreadable
+from boxmaker.memoryd.store import STEERING, FileOverLimit, FileUnreadable
 from boxmaker.memoryd.writer import OWNER, Answer
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape, escape_line
@@ -81,6 +83,7 @@ NO_ARG = frozenset(
         "erase-plan",
         "erase",
         "erasures",
+        "proposals",
     }
 )
 #: The keys of `args` each command takes (any other key is refused, naming it).
@@ -101,6 +104,7 @@ ARGS: dict[str, frozenset[str]] = {
     "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
 }
 ARGS["item-status"] = frozenset({"status"})
+ARGS["proposals"] = frozenset({"all"})
 
 
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
@@ -245,11 +249,27 @@ def _reject(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 def _files(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     del request
     rows: list[dict[str, Any]] = []
+    soul: str | None = None
     try:
         soul = memory.store.read_soul()
         rows.append({"file": "soul.md", "size": len(soul), "limit": SOUL_LIMIT, "entries": None})
     except (FileUnreadable, FileOverLimit) as exc:
         rows.append({"file": "soul.md", "problem": str(exc)})
+    try:
+        conventions = memory.store.read_conventions()
+        rows.append(
+            {
+                "file": CONVENTIONS.name,
+                "size": conventions.size,
+                "limit": CONVENTIONS.limit,
+                "entries": len(conventions.entries),
+            }
+        )
+        if soul is not None:
+            both = len(soul) + conventions.size
+            rows.append({"file": STEERING, "size": both, "limit": STEERING_LIMIT, "entries": None})
+    except FileUnreadable as exc:
+        rows.append({"file": CONVENTIONS.name, "problem": str(exc)})
     for spec in IDENTITY_FILES.values():
         try:
             file = memory.store.read_identity(spec)
@@ -661,6 +681,32 @@ def _erasures(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply("\n".join(erase.describe(t) for t in found), found)
 
 
+# Promotion (seed 003 sections 17 and 23.5; `proposals`) ---------------------------------------------
+
+
+def _proposals(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """Pending proposals (every one with ``all``), with refs and eligibility; never a write."""
+    show_all = request.args.get("all", False)
+    if not isinstance(show_all, bool):
+        raise InvalidBody("memory_admin", 'proposals takes args {"all": true or false}')
+    result = proposals.listing(memory, show_all)
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    text, rows = result
+    return MemoryAdminReply(text, rows)
+
+
+def _proposal_decision(accept: bool) -> Command:
+    def decide(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+        if not proposals.is_proposal_id(request.arg):
+            raise InvalidBody(
+                "memory_admin", f"{request.arg[:40]!r} is not a proposal id (mempolicy-YYYY-MM-DD-NNN)"
+            )
+        return _answer(memory.write(lambda: proposals.decide(memory, request.arg, accept)))
+
+    return decide
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -688,4 +734,7 @@ COMMANDS: dict[str, Command] = {
     "erase-plan": _erase_plan,
     "erase": _erase,
     "erasures": _erasures,
+    "proposals": _proposals,
+    "proposal-accept": _proposal_decision(True),
+    "proposal-reject": _proposal_decision(False),
 }

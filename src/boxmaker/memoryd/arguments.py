@@ -150,6 +150,28 @@ def parse_read(arguments: dict[str, Any]) -> IndexArgs | TopicArgs | Refusal:
     return result
 
 
+class ProposeArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "propose", "target", "text", "refs": [...], "benefit", "risk"}``: a promotion or
+    memory-policy proposal (seed 003 sections 17 and 23.5; `proposals`). `text` is the proposed rule
+    (stored as ``proposed_change``), `refs` the supporting references (``supporting_refs``), `benefit`
+    and `risk` the expected benefit and the risk. Lengths and content are checked by `proposals.propose`."""
+
+    action: str
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=120)]
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+    refs: Annotated[list[_Ref], msgspec.Meta(min_length=1, max_length=20)]
+    benefit: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+    risk: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+
+
+def parse_propose(arguments: dict[str, Any]) -> ProposeArgs | Refusal:
+    """The `memory` tool's `propose` action, or ``refused:arguments`` (no refs: ``refused:refs``)."""
+    if not arguments.get("refs") and isinstance(arguments.get("refs", []), list):
+        return sentences.NO_SUPPORT
+    result: ProposeArgs | Refusal = _convert(arguments, ProposeArgs)
+    return result
+
+
 class RecallArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``{"query": string, "k": integer}``; `k` 1 to 10, default 5."""
 

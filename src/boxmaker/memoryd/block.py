@@ -6,6 +6,10 @@ Exactly::
     <blank>
     <soul text>
     <blank>
+    # conventions.md (0 of 2,000 characters)
+    <blank>
+    (empty)
+    <blank>
     # memory.md (1,474 of 2,200 characters)
     <blank>
     <entries separated by a line "§">
@@ -14,11 +18,13 @@ Exactly::
     <blank>
     (empty)
 
-Counts are of the files' text. Each entry of memory.md and user.md is checked again as the block is
-built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it. A withdrawn
-entry (seed 003 section 12.2: its text equals a withdrawn item's, or a withdrawn session wrote it; the
-caller works that out, `controls.withdrawn_entries`) is left out the same way, with rule ``withdrawn``.
-soul.md is the owner's and is not checked. Pure: the caller reads the files and refuses a file over its limit.
+conventions.md (seed 003 sections 8 and 17: the owner's stable rules, hot) comes right after soul.md.
+Counts are of the files' text. Each entry of conventions.md, memory.md and user.md is checked again as
+the block is built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it.
+A withdrawn entry (seed 003 section 12.2: its text equals a withdrawn item's, or a withdrawn session
+wrote it; the caller works that out, `controls.withdrawn_entries`) is left out the same way, with rule
+``withdrawn``. soul.md is the owner's and is not checked. Pure: the caller reads the files and refuses a
+file over its limit (and soul.md with conventions.md over their shared 3,400, `store.steering_problem`).
 """
 
 from __future__ import annotations
@@ -55,8 +61,8 @@ WITHDRAWN = "withdrawn"
 
 
 def render(soul: str, files: Sequence[IdentityFile], withdrawn: Set[tuple[str, str]] = frozenset()) -> Block:
-    """Render the block from soul.md's text and the identity files, in the order given, leaving
-    out the `withdrawn` entries ((file name, text))."""
+    """Render the block from soul.md's text and the files after it, in the order given
+    (conventions.md, memory.md, user.md), leaving out the `withdrawn` entries ((file name, text))."""
     parts = ["# soul.md", "", soul or EMPTY]
     left_out: list[LeftOut] = []
     for file in files:

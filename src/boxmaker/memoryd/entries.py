@@ -31,6 +31,13 @@ class FileSpec:
 
 
 MEMORY = FileSpec("memory", "memory.md", 2_200)
+#: The owner's stable rules (seed 003 sections 5, 8 and 17; DESIGN 8 and 11): written only by the owner,
+#: by hand or by accepting a proposal (`proposals`); never by a session or by autodream, so it is not an
+#: `IDENTITY_FILES` key (no `memory` tool action names it).
+CONVENTIONS = FileSpec("conventions", "conventions.md", 2_000)
+#: soul.md and conventions.md together, the owner's steering budget (docs/decisions.md): with every file
+#: at its limit the baseline stays within 3,000 tokens.
+STEERING_LIMIT = 3_400
 USER = FileSpec("user", "user.md", 1_375)
 IDENTITY_FILES: dict[str, FileSpec] = {MEMORY.key: MEMORY, USER.key: USER}
 BY_NAME: dict[str, FileSpec] = {MEMORY.name: MEMORY, USER.name: USER}

@@ -5,7 +5,9 @@ capability 5, "it must be replayable"; DESIGN 8).
 ``memory/``-like folder), from each line:
 
 - ``notes`` ([{header, text}]): the notes.md entries it appended, rendered as the writer renders them;
-- ``after``, on a line whose ``where`` is memory.md or user.md: that identity file's whole text;
+- ``after``, on a line whose ``where`` is memory.md, user.md or conventions.md (an accepted proposal,
+  an undo of one): that file's whole text;
+- ``proposals``: the proposal and decision events appended to proposals.jsonl (`proposals`);
 - ``controls``: the WithdrawalRecords appended to controls.jsonl;
 - ``events``: the item events appended to items.jsonl; for each ``archive`` event, the archive file's
   append, rendered from the fold as it stood before the event with the archive's own renderer
@@ -16,7 +18,8 @@ capability 5, "it must be replayable"; DESIGN 8).
 then the projections (`projections.render`) from the final fold, with the exclusion `exclusion_for`
 gives for `into` (memoryd passes its controls' exclusion; nothing excluded by default).
 
-What the journal does not hold is not rebuilt: soul.md and conventions files (the owner's), text typed
+What the journal does not hold is not rebuilt: soul.md, conventions.md as typed by hand (until an
+accepted proposal's line records its whole text), text typed
 into notes.md by hand, pending.jsonl, recalls/ and the index. An erasure scrubs the journal with the
 files, so a replay after one reproduces the scrubbed files.
 """
@@ -29,10 +32,11 @@ from typing import Any
 
 from boxmaker.memoryd import archive, projections
 from boxmaker.memoryd.bundle import CONTROLS_FILE
-from boxmaker.memoryd.entries import BY_NAME, file_content
+from boxmaker.memoryd.entries import BY_NAME, CONVENTIONS, file_content
 from boxmaker.memoryd.erase import ERASURES_FILE
 from boxmaker.memoryd.items import ITEMS_FILE, Item, fold
 from boxmaker.memoryd.journal import encode_line
+from boxmaker.memoryd.proposals import PROPOSALS_FILE
 from boxmaker.proto import fsio
 
 ExclusionFor = Callable[[Path], Callable[[Item], bool]]
@@ -46,14 +50,15 @@ def _nothing(folder: Path) -> Callable[[Item], bool]:
 def replay(
     journal_lines: Iterable[dict[str, Any]], into: Path, exclusion_for: ExclusionFor = _nothing
 ) -> None:
-    """Rebuild items.jsonl, controls.jsonl, notes.md, memory.md, user.md, archive/ and the projections
-    under `into` (created 0700 when missing; it should be empty) from `journal_lines`, oldest first.
+    """Rebuild items.jsonl, controls.jsonl, proposals.jsonl, notes.md, memory.md, user.md, conventions.md,
+    archive/ and the projections under `into` (created 0700 when missing; it should be empty) from
+    `journal_lines`, oldest first.
 
     Raises:
         OSError: when a file cannot be written.
     """
     fsio.ensure_dir(into)
-    for name in ("memory.md", "user.md", "notes.md"):
+    for name in ("conventions.md", "memory.md", "user.md", "notes.md"):
         fsio.ensure_file(into / name)
     events: list[dict[str, Any]] = []
     for line in journal_lines:
@@ -64,7 +69,7 @@ def replay(
                 data = b"\n" + data
             fsio.append_bytes(into / "notes.md", data)
         where, after = line.get("where"), line.get("after")
-        if where in BY_NAME and isinstance(after, list):
+        if where in (*BY_NAME, CONVENTIONS.name) and isinstance(after, list):
             fsio.atomic_write(into / str(where), file_content([str(a) for a in after]).encode("utf-8"))
         identity = line.get("identity")
         if isinstance(identity, dict):
@@ -75,6 +80,9 @@ def replay(
         tombstone = line.get("tombstone")
         if isinstance(tombstone, dict):
             fsio.append_bytes(into / ERASURES_FILE, encode_line(tombstone) + b"\n")
+        proposed = line.get("proposals")
+        if isinstance(proposed, list) and proposed:
+            fsio.append_bytes(into / PROPOSALS_FILE, b"".join(encode_line(p) + b"\n" for p in proposed))
         controls = line.get("controls")
         if isinstance(controls, list) and controls:
             fsio.append_bytes(into / CONTROLS_FILE, b"".join(encode_line(c) + b"\n" for c in controls))

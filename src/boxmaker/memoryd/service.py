@@ -39,6 +39,7 @@ from boxmaker.memoryd import (
     bundle,
     notes,
     projections,
+    proposals,
     recall,
     replay,
     sentences,
@@ -52,7 +53,7 @@ from boxmaker.memoryd.items import ItemStore
 from boxmaker.memoryd.journal import Change, Journal
 from boxmaker.memoryd.recall import Recaller
 from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.store import FileOverLimit, FileUnreadable, Store
+from boxmaker.memoryd.store import FileOverLimit, FileUnreadable, Store, steering_problem
 from boxmaker.memoryd.withdrawal import Receipt, Withdrawals
 from boxmaker.memoryd.writer import Answer, Caller, Writer
 from boxmaker.proto import fsio
@@ -210,11 +211,17 @@ class Memoryd:
         """
         try:
             soul = self.store.read_soul()
+            conventions = self.store.read_conventions()
             files = [self.store.read_identity(spec) for spec in IDENTITY_FILES.values()]
             withdrawn = self.withdrawn_entries({f.spec.name: f.entries for f in files})
         except (FileUnreadable, FileOverLimit, OSError) as exc:
             log.error("memory-unavailable: %s", exc)
             raise MemoryUnavailable(f"the memory block is unavailable: {exc}") from None
+        steering = steering_problem(soul, conventions)
+        if steering is not None:
+            log.error("memory-unavailable: %s", steering)
+            raise MemoryUnavailable(f"the memory block is unavailable: {steering}")
+        files.insert(0, conventions)
         for file in files:
             if file.size > file.spec.limit:
                 why = FileOverLimit(file.spec.name, file.size, file.spec.limit)
@@ -260,6 +267,8 @@ class Memoryd:
             return self._forget(call)
         if request.arguments.get("action") in ("index", "topic"):
             return self._read(call)
+        if request.arguments.get("action") == "propose":
+            return self._propose(call, label)
         parsed = arguments.parse_memory(request.arguments)
         if isinstance(parsed, Refusal):
             answer = Answer.refused(parsed)
@@ -267,6 +276,17 @@ class Memoryd:
             answer = self.write(
                 lambda: self.writer.memory(Caller(request.session, request.call_id, label), parsed)
             )
+        return ToolResponse(request.call_id, answer.output, answer.code, None)
+
+    def _propose(self, call: MemoryCall, label: Label) -> ToolResponse:
+        """The `memory` tool's `propose` action (seed 003 sections 17 and 23.5): a proposal waiting
+        for the owner, labelled by the session (a tainted session's is untrusted); `proposals`."""
+        request = call.request
+        parsed = arguments.parse_propose(request.arguments)
+        if isinstance(parsed, Refusal):
+            return ToolResponse(request.call_id, parsed.sentence, parsed.code, None)
+        caller = Caller(request.session, request.call_id, label)
+        answer = proposals.propose(self, caller, parsed)
         return ToolResponse(request.call_id, answer.output, answer.code, None)
 
     def write(self, apply: Callable[[], Answer]) -> Answer:

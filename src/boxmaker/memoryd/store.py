@@ -3,11 +3,15 @@
 | file | written by | limit |
 |---|---|---|
 | soul.md | the owner (starts as a copy of the starter) | 4,000 characters |
+| conventions.md | the owner (by hand, or `bxctl memory proposals accept`) | 2,000 characters |
 | memory.md, user.md | memoryd, applying the agent's writes | 2,200 and 1,375 characters |
+| proposals.jsonl | memoryd, appending (the `memory` action propose; the owner's decisions) | none |
 | notes.md | memoryd, appending | none |
 | edits/YYYY-MM.jsonl, recalls/YYYY-MM.jsonl, pending.jsonl | memoryd, appending | none |
 
-At start memoryd creates what is missing (folder 0700, files 0600) and never overwrites anything.
+soul.md and conventions.md together are at most 4,000 characters (`STEERING_LIMIT`, the owner's
+steering budget; `steering_problem`). At start memoryd creates what is missing (folder 0700, files
+0600) and never overwrites anything.
 Files the owner edits by hand are read with a leading BOM dropped and CRLF as LF.
 """
 
@@ -16,7 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from boxmaker.memoryd.entries import SOUL_LIMIT, FileSpec, normalise_newlines, parse_entries, text_length
+from boxmaker.memoryd.entries import (
+    CONVENTIONS,
+    SOUL_LIMIT,
+    STEERING_LIMIT,
+    FileSpec,
+    normalise_newlines,
+    parse_entries,
+    text_length,
+)
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 
@@ -33,9 +45,28 @@ class FileOverLimit(BoxmakerError):
     """Raised when a file the owner edited by hand is over its limit (the block is then refused)."""
 
     def __init__(self, name: str, size: int, limit: int) -> None:
-        how = "by hand" if name == "soul.md" else "by hand, or by moving entries to notes with consolidate"
-        super().__init__(f"{name} is {size:,} of {limit:,} characters; shorten it {how}")
+        if name == STEERING:
+            text = f"{name} are {size:,} of {limit:,} characters; shorten one of them by hand"
+        else:
+            owners = ("soul.md", CONVENTIONS.name)
+            how = "by hand" if name in owners else "by hand, or by moving entries to notes with consolidate"
+            text = f"{name} is {size:,} of {limit:,} characters; shorten it {how}"
+        super().__init__(text)
         self.name = name
+
+
+#: How the shared limit of soul.md and conventions.md is named in its sentence.
+STEERING = "soul.md and conventions.md together"
+
+
+def steering_problem(soul: str, conventions: IdentityFile) -> FileOverLimit | None:
+    """conventions.md over its 2,000 characters, or soul.md (trimmed) and conventions.md together over
+    `STEERING_LIMIT`; None when both fit (soul.md's own 4,000 is `Store.read_soul`'s)."""
+    if conventions.size > CONVENTIONS.limit:
+        return FileOverLimit(CONVENTIONS.name, conventions.size, CONVENTIONS.limit)
+    if len(soul) + conventions.size > STEERING_LIMIT:
+        return FileOverLimit(STEERING, len(soul) + conventions.size, STEERING_LIMIT)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +131,7 @@ class Store:
                 raise FileUnreadable(self.soul_starter, exc.strerror or str(exc)) from None
             if fsio.ensure_file(self.soul_path, starter):
                 created.append("soul.md")
-        for name in ("memory.md", "user.md", "notes.md"):
+        for name in (CONVENTIONS.name, "memory.md", "user.md", "notes.md"):
             if fsio.ensure_file(self.dir / name):
                 created.append(name)
         return created
@@ -132,6 +163,19 @@ class Store:
         """
         raw = self.read_text(self.path(spec))
         return IdentityFile(spec, raw, tuple(parse_entries(normalise_newlines(raw))))
+
+    def read_conventions(self) -> IdentityFile:
+        """conventions.md with its entries (the limits are `steering_problem`'s).
+
+        Raises:
+            FileUnreadable: see `read_text`.
+        """
+        return self.read_identity(CONVENTIONS)
+
+    @property
+    def proposals_path(self) -> Path:
+        """proposals.jsonl (`proposals`)."""
+        return self.dir / "proposals.jsonl"
 
     def read_soul(self) -> str:
         """soul.md's text, trimmed.

@@ -43,7 +43,7 @@ from boxmaker.memoryd.arguments import (
     items,
 )
 from boxmaker.memoryd.edits import Outcome, add, consolidate, remove, replace, vet_note
-from boxmaker.memoryd.entries import BY_NAME, IDENTITY_FILES, FileSpec, file_content, text_length
+from boxmaker.memoryd.entries import BY_NAME, CONVENTIONS, IDENTITY_FILES, FileSpec, file_content, text_length
 from boxmaker.memoryd.items import ITEMS_FILE, ItemStore, capture_event
 from boxmaker.memoryd.journal import Append, Change, Journal, Rewrite, encode_line
 from boxmaker.memoryd.notes import Note as NoteEntry
@@ -56,6 +56,9 @@ from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import DataClass, Label
 
 _PRIVATE = Label(DataClass.PRIVATE, False)
+#: The files an undo may restore when named by its edit id: memory.md, user.md, and conventions.md (an
+#: accepted proposal's rewrite, `proposals`). A bare undo takes the latest edit of memory.md or user.md.
+UNDOABLE: dict[str, FileSpec] = {**BY_NAME, CONVENTIONS.name: CONVENTIONS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +314,7 @@ class Writer:
             target = self._undo_target(wanted)
             if isinstance(target, Answer):
                 return target
-            spec = BY_NAME[target["where"]]
+            spec = UNDOABLE[target["where"]]
             current = self.store.read_identity(spec)
             if list(current.entries) != target["after"]:
                 return Answer(
@@ -338,7 +341,7 @@ class Writer:
         if target is None:
             return Answer(f"no edit {wanted} in the journal", "refused:not-found")
         where = target.get("where")
-        if where not in BY_NAME:
+        if where not in UNDOABLE:
             return Answer(
                 f"{wanted} changed {where}, which is not undone this way "
                 "(notes.md is append-only; edit it by hand)",
@@ -361,7 +364,7 @@ class Writer:
         not been undone (an undo that was itself undone no longer counts)."""
         undone: set[str] = set()
         for entry in self.journal.entries_newest_first():
-            if entry.get("where") not in BY_NAME or (where is not None and entry["where"] != where):
+            if entry.get("where") not in (BY_NAME if where is None else (where,)):
                 continue
             if entry["id"] in undone:
                 continue
