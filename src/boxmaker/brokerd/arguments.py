@@ -18,7 +18,8 @@ Pure: no I/O. memoryd checks the content rules of `memory` again when it applies
 
 ``note`` and ``add`` also take the protocol's optional capture fields (`CAPTURE_KEYS`: kind, subject,
 confidence, scope, corroborating_refs, inspired_by; issue 6), and the protocol's ``forget`` (items,
-sessions, text), ``index`` and ``topic`` (topic) are let through by their keys: memoryd checks every
+sessions, text), ``index``, ``topic`` (topic) and ``feedback`` (retrieval, verdict, items, role,
+attribution, outcome, decision, evidence; issue 7) are let through by their keys: memoryd checks every
 value and answers with the refusal sentence the model reads.
 
 A tool not listed here is not checked (no runtime here runs it).
@@ -80,6 +81,8 @@ _PROTOCOL_KEYS: dict[str, tuple[str, ...]] = {
     "forget": ("items", "sessions", "reason"),
     "index": (),
     "topic": ("topic",),
+    # issue 7, metamemory (seed 003 section 23.2): a session's feedback on one of its retrievals
+    "feedback": ("retrieval", "verdict", "items", "role", "attribution", "outcome", "decision", "evidence"),
 }
 
 
@@ -98,7 +101,7 @@ def check_memory(arguments: dict[str, Any]) -> str | None:
     if action not in _ACTION_KEYS:
         return (
             "the argument `action` must be one of add, replace, remove, note, consolidate, tiers, "
-            "forget, index, topic"
+            "forget, index, topic, feedback"
         )
     assert isinstance(action, str)
     optional = CAPTURE_KEYS if action in ("note", "add") else ()

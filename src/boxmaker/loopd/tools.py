@@ -17,6 +17,8 @@ from typing import Any
 CORE_TOOL_NAMES = ("clock", "recall", "memory", "find_tool", "call_tool")
 #: The `memory` tool's actions (M5a section 5, M5d 4.4, issue 6: the protocol's forget, index, topic).
 MEMORY_ACTIONS = ("add", "replace", "remove", "note", "consolidate", "tiers", "forget", "index", "topic")
+#: Issue 7 (seed 003 section 23.2): a live session's feedback on a recall's items.
+MEMORY_ACTIONS += ("feedback",)
 
 _TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}\Z")
 
@@ -49,7 +51,7 @@ def core_tools() -> list[dict[str, Any]]:
             "memory",
             "note: a fact or lesson. add/replace/remove/consolidate: memory.md (yours) or user.md "
             "(owner's) entries, named by full text. tiers: entries by use. index, topic: read memory. "
-            "forget: withdraw.",
+            "forget: withdraw. feedback: how a recall's items served.",
             {
                 "action": {"type": "string", "enum": list(MEMORY_ACTIONS)},
                 "text": {"type": "string"},
@@ -71,6 +73,9 @@ def core_tools() -> list[dict[str, Any]]:
                 "items": {"type": "array", "items": {"type": "string"}},
                 "sessions": {"type": "array", "items": {"type": "string"}},
                 "topic": {"type": "string"},
+                "retrieval": {"type": "string", "description": "memret id"},
+                "verdict": {"type": "string", "enum": ["helpful", "misleading", "neutral", "unknown"]},
+                "outcome": {"type": "string"},
             },
             ["action"],
         ),

@@ -10,6 +10,7 @@ capability 5, "it must be replayable"; DESIGN 8).
 - ``events``: the item events appended to items.jsonl; for each ``archive`` event, the archive file's
   append, rendered from the fold as it stood before the event with the archive's own renderer
   (`archive.render_append`);
+- ``feedback``: the metamemory feedback events appended to feedback.jsonl (`metamemory`);
 - ``tombstone`` and ``identity``, on an erasure's line: the tombstone appended to erasures.jsonl, and
   memory.md and user.md as the erasure left them;
 
@@ -33,6 +34,7 @@ from boxmaker.memoryd.entries import BY_NAME, file_content
 from boxmaker.memoryd.erase import ERASURES_FILE
 from boxmaker.memoryd.items import ITEMS_FILE, Item, fold
 from boxmaker.memoryd.journal import encode_line
+from boxmaker.memoryd.metamemory import FEEDBACK_FILE
 from boxmaker.proto import fsio
 
 ExclusionFor = Callable[[Path], Callable[[Item], bool]]
@@ -75,6 +77,9 @@ def replay(
         tombstone = line.get("tombstone")
         if isinstance(tombstone, dict):
             fsio.append_bytes(into / ERASURES_FILE, encode_line(tombstone) + b"\n")
+        feedback = line.get("feedback")
+        if isinstance(feedback, list) and feedback:
+            fsio.append_bytes(into / FEEDBACK_FILE, b"".join(encode_line(e) + b"\n" for e in feedback))
         controls = line.get("controls")
         if isinstance(controls, list) and controls:
             fsio.append_bytes(into / CONTROLS_FILE, b"".join(encode_line(c) + b"\n" for c in controls))
