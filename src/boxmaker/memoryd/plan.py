@@ -13,7 +13,8 @@ command; nothing here runs one):
 3. ``pending-cleanup``: items marked pending-cleanup, and legacy ``[待清理]``/``[待确认]`` markers
    in notes and identity entries (only the owner clears them, seed 9 and 16);
 4. ``duplicates``: items of one kind and topic whose normalised text (NFKC, case folded, punctuation
-   and spacing collapsed) is identical or near-identical (`NEAR`, difflib's ratio);
+   and spacing collapsed) is identical, or for knowledge near-identical (`NEAR`, difflib's ratio; two
+   state values that differ a little are different values: a conflict, not a duplicate);
 5. ``conflicts``: subjects with two or more active state items (seed 15.2.1);
 6. ``boundary``: identity entries and active knowledge items that read like standing rules
    (``always``, ``never``, ``from now on``, …: candidates for a proposal into conventions.md), and
@@ -282,7 +283,7 @@ def _duplicates(visible: Sequence[Item]) -> Section:
         for a in range(len(members)):
             for b in range(a + 1, len(members)):
                 same = texts[a] == texts[b]
-                if not same and len(members) <= NEAR_GROUP:
+                if not same and members[a].kind == "knowledge" and len(members) <= NEAR_GROUP:
                     matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
                     same = matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR
                 if same and (members[a].id, members[b].id) not in paired:
