@@ -108,10 +108,13 @@ def test_source_tag_of_every_kind_of_note(service: Memoryd) -> None:
     assert "memory · dropped 2026-09-24 from memory.md · private\ndropped otters fact" in out
     # notes that are items keep M5a's line and add the item's metadata (seed 003 section 15.2)
     assert (
-        "memory · note, 2026-09-24 21:02 UTC, session chat-asker · private · mem-2026-09-24-001 · knowledge · "
-        "active · 2026-09-24 · Source sessions/chat-asker#call=call-1\nclean note about otters"
+        "memory · note, 2026-09-24 21:02 UTC, session chat-asker · private · mem-2026-09-24-001 · "
+        "knowledge · active · 2026-09-24 · Source sessions/chat-asker#call=call-1\nclean note about otters"
     ) in out
-    assert "memory-tainted · note, 2026-09-24 21:02 UTC, session chat-asker · private · mem-2026-09-24-002" in out
+    assert (
+        "memory-tainted · note, 2026-09-24 21:02 UTC, session chat-asker · private · mem-2026-09-24-002"
+        in out
+    )
 
 
 def test_labels_walked_from_a_log_and_max_class(home: Path, service: Memoryd) -> None:

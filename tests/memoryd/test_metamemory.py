@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_skeptic import call, note, recall
 
 from boxmaker.memoryd import metamemory, plan
 from boxmaker.memoryd.items import fold, read_events
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryAdmin
 from conftest import Clock, record, start, write_log
-from test_skeptic import call, note, recall
 
 
 def feedback(service: Memoryd, session: str = "chat-asker", **args: Any) -> Any:
@@ -94,13 +94,20 @@ def test_checklist_13_outcome_recorded_without_rewriting_source(
 def test_feedback_replays(home: Path, service: Memoryd, retrieved: tuple[str, str], tmp_path: Path) -> None:
     ident, retrieval = retrieved
     assert feedback(service, retrieval=retrieval, verdict="helpful").code == "ok"
-    assert owner_feedback(service, retrieval=retrieval, verdict="neutral", attribution="high").data["code"] == "ok"
+    assert (
+        owner_feedback(service, retrieval=retrieval, verdict="neutral", attribution="high").data["code"]
+        == "ok"
+    )
     out = tmp_path / "replayed"
     done = service.handle("memory_admin", MemoryAdmin(command="replay", arg=str(out)))
     assert "feedback.jsonl" in done.data["files"]  # type: ignore[union-attr]
     assert (out / "feedback.jsonl").read_bytes() == (home / "memory" / "feedback.jsonl").read_bytes()
     owner = feedback_file(home)[1]
-    assert (owner["recorded_by"], owner["task_id"], owner["attribution_confidence"]) == ("owner", "chat-asker#1", "high")
+    assert (owner["recorded_by"], owner["task_id"], owner["attribution_confidence"]) == (
+        "owner",
+        "chat-asker#1",
+        "high",
+    )
     assert owner["memory_item_ids"] == [ident]
 
 
@@ -109,15 +116,27 @@ def test_feedback_replays(home: Path, service: Memoryd, retrieved: tuple[str, st
     [
         ({"retrieval": "memret-2026-09-24-009", "verdict": "helpful"}, "refused:not-found", "no retrieval"),
         ({"retrieval": "nope", "verdict": "helpful"}, "refused:not-found", "no retrieval"),
-        ({"retrieval": "memret-2026-09-24-001", "verdict": "great"}, "refused:arguments", "`verdict` is one of"),
-        ({"retrieval": "memret-2026-09-24-001", "verdict": "helpful", "role": "x"}, "refused:arguments", "`role`"),
+        (
+            {"retrieval": "memret-2026-09-24-001", "verdict": "great"},
+            "refused:arguments",
+            "`verdict` is one of",
+        ),
+        (
+            {"retrieval": "memret-2026-09-24-001", "verdict": "helpful", "role": "x"},
+            "refused:arguments",
+            "`role`",
+        ),
         (
             {"retrieval": "memret-2026-09-24-001", "verdict": "helpful", "items": ["mem-2026-01-01-001"]},
             "refused:arguments",
             "is not an item memret-2026-09-24-001 showed",
         ),
         ({"retrieval": "memret-2026-09-24-001"}, "refused:arguments", "needs `verdict`"),
-        ({"retrieval": "memret-2026-09-24-001", "verdict": "helpful", "mood": "x"}, "refused:arguments", "`mood`"),
+        (
+            {"retrieval": "memret-2026-09-24-001", "verdict": "helpful", "mood": "x"},
+            "refused:arguments",
+            "`mood`",
+        ),
     ],
 )
 def test_feedback_refusals_write_nothing(
@@ -132,7 +151,9 @@ def test_feedback_refusals_write_nothing(
     assert [p.read_bytes() for p in journal] == before
 
 
-def test_a_session_gives_feedback_only_on_its_own_retrievals(service: Memoryd, retrieved: tuple[str, str]) -> None:
+def test_a_session_gives_feedback_only_on_its_own_retrievals(
+    service: Memoryd, retrieved: tuple[str, str]
+) -> None:
     _, retrieval = retrieved
     answer = feedback(service, "chat-intruder", retrieval=retrieval, verdict="misleading")
     assert answer.code == "refused:not-found"
@@ -151,7 +172,10 @@ def test_checklist_16_transient_traces_not_persisted_wholesale(
     assert long.code == "refused:length"
     assert "never a transcript" in long.output
     secret = feedback(
-        service, retrieval=retrieval, verdict="misleading", outcome="used token ghp_0123456789abcdefghij0123456789abcdef"
+        service,
+        retrieval=retrieval,
+        verdict="misleading",
+        outcome="used token ghp_0123456789abcdefghij0123456789abcdef",
     )
     assert secret.code == "refused:secret"
     multi = feedback(service, retrieval=retrieval, verdict="neutral", evidence=["line one\nline two"])
@@ -165,10 +189,10 @@ def test_checklist_16_transient_traces_not_persisted_wholesale(
     assert ok.code == "ok"
     [event] = feedback_file(home)
     assert set(event) <= {
-        "event_id", "task_id", "retrieval_ref", "memory_item_ids", "use_role", "action_or_decision", "outcome",
-        "verdict_scheme", "verdict", "attribution_confidence_scheme", "attribution_confidence", "evidence_refs",
-        "observed_at", "recorded_by",
-    }  # fmt: skip
+        *("event_id", "task_id", "retrieval_ref", "memory_item_ids", "use_role", "action_or_decision"),
+        *("outcome", "verdict_scheme", "verdict", "attribution_confidence_scheme", "attribution_confidence"),
+        *("evidence_refs", "observed_at", "recorded_by"),
+    }
     assert "where is it" not in (home / "memory" / "feedback.jsonl").read_text()
 
 
@@ -178,17 +202,26 @@ def test_checklist_14_one_outcome_cannot_change_the_constitution(
     """One misleading outcome changes nothing: not the item, not soul.md or the identity files, and the
     review plan does not even list it; a second makes it a candidate for a proposal, still unchanged."""
     ident, retrieval = retrieved
-    hot = {name: (home / "memory" / name).read_bytes() for name in ("soul.md", "memory.md", "user.md", "items.jsonl")}
+    hot = {
+        name: (home / "memory" / name).read_bytes()
+        for name in ("soul.md", "memory.md", "user.md", "items.jsonl")
+    }
     assert owner_feedback(service, retrieval=retrieval, verdict="misleading").data["code"] == "ok"
     sections = {s.name: s for s in plan.build(plan.gather(service))}
     assert sections["misleading"].rows == []
     assert feedback(service, retrieval=retrieval, verdict="misleading").code == "ok"
     sections = {s.name: s for s in plan.build(plan.gather(service))}
     [row] = sections["misleading"].rows
-    assert (row["id"], row["misleading"], row["misleading_by_owner"], row["candidate"]) == (ident, 2, 1, "proposal")
+    assert (row["id"], row["misleading"], row["misleading_by_owner"], row["candidate"]) == (
+        ident,
+        2,
+        1,
+        "proposal",
+    )
     assert {name: (home / "memory" / name).read_bytes() for name in hot} == hot
     item = service.items.get(ident)
-    assert item is not None and (item.status, item.confidence) == ("active", None)
+    assert item is not None
+    assert (item.status, item.confidence) == ("active", None)
 
 
 def test_feedback_ids_count_per_day() -> None:

@@ -7,19 +7,22 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from item_helpers import commit_events, stamp
+from test_skeptic import note
+
 from boxmaker.memoryd import itemops, plan
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.writer import OWNER
 from boxmaker.proto.messages import MemoryAdmin
 from conftest import Clock
-from item_helpers import commit_events, stamp
-from test_skeptic import note
 
 
 def snapshot(folder: Path) -> dict[str, str]:
     """Every file under `folder` by relative path, with its bytes' hash."""
     return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -61,7 +64,7 @@ def test_checklist_9_review_plans_before_deletion(home: Path, service: Memoryd, 
         "misleading", "index", "pending-cleanup", "duplicates", "conflicts", "boundary", "withdrawals",
         "archive", "schema", "triggers",
     ]  # fmt: skip
-    assert [r.get("id") for r in found["pending-cleanup"]["rows"]][0] == pending
+    assert next(r.get("id") for r in found["pending-cleanup"]["rows"]) == pending
     assert any(r.get("legacy_marker") for r in found["pending-cleanup"]["rows"])
     assert found["duplicates"]["rows"][0]["match"] == "identical"
     [conflict] = found["conflicts"]["rows"]
@@ -72,7 +75,8 @@ def test_checklist_9_review_plans_before_deletion(home: Path, service: Memoryd, 
     assert ("soul.md", "one-off incident") in boundary
     assert found["withdrawals"]["rows"][0]["state"] == "in-force"
     [archived] = found["archive"]["rows"]
-    assert withdrawn not in archived["items"] and pending in archived["items"]
+    assert withdrawn not in archived["items"]
+    assert pending in archived["items"]
     assert found["schema"]["rows"][0]["note"].startswith("note/")
     assert [r["topic"] for r in found["triggers"]["rows"]] == ["topics/lessons.md"]
     assert "failed okapi idea" not in text  # withdrawn content is never shown; its id only in the controls
@@ -90,7 +94,14 @@ def test_misleading_items_come_first_ordered_by_count(service: Memoryd) -> None:
     feedback = []
     for n, (ident, times) in enumerate([(one, 2), (two, 3)]):
         for m in range(times):
-            feedback.append({"event_id": f"memfb-2026-09-24-{n}{m:02d}", "memory_item_ids": [ident], "verdict": "misleading", "recorded_by": "session"})
+            feedback.append(
+                {
+                    "event_id": f"memfb-2026-09-24-{n}{m:02d}",
+                    "memory_item_ids": [ident],
+                    "verdict": "misleading",
+                    "recorded_by": "session",
+                }
+            )
     folder = service.config.layout.memory
     import json
 
@@ -141,18 +152,26 @@ def test_reconcile_by_the_owner_only_and_journalled(service: Memoryd, clock: Clo
     clock.advance(minutes=1)
     c = note(service, "Jump host is serval-3.", kind="state", subject="jump")
     journal = b"".join(p.read_bytes() for p in sorted((home / "memory" / "edits").glob("*.jsonl")))
-    for subject, keep, code in [("jump", "mem-2026-01-01-001", "refused:not-found"), ("other", a, "refused:subject")]:
+    for subject, keep, code in [
+        ("jump", "mem-2026-01-01-001", "refused:not-found"),
+        ("other", a, "refused:subject"),
+    ]:
         assert admin(service, "reconcile", subject, keep=keep).data["code"] == code
     session = itemops.Caller("chat-x", "c1", OWNER.label)
     assert itemops.reconcile(service.writer, "jump", a, session).code == "refused:denied"
     assert b"".join(p.read_bytes() for p in sorted((home / "memory" / "edits").glob("*.jsonl"))) == journal
     done = admin(service, "reconcile", "jump", keep=a)  # the owner may keep the older value
     assert done.data["code"] == "ok"
-    assert done.text == f"reconciled jump: {a} is the current value; {b}, {c} are superseded by it and stay as history"
+    assert (
+        done.text
+        == f"reconciled jump: {a} is the current value; {b}, {c} are superseded by it and stay as history"
+    )
     found = service.items.items()
     assert (found[a].status, found[b].superseded_by, found[c].superseded_by) == ("active", a, a)
     line = service.journal.find(done.data["edit"])
-    assert line is not None and line["action"] == "reconcile" and len(line["events"]) == 2
+    assert line is not None
+    assert line["action"] == "reconcile"
+    assert len(line["events"]) == 2
     assert admin(service, "reconcile", "jump", keep=a).data["code"] == "refused:status"
     # status changes by the owner are journalled too
     status = admin(service, "item-status", a, status="stale")

@@ -28,7 +28,9 @@ def call(
     return service.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted))
 
 
-def note(service: Memoryd, text: str, session: str = "chat-asker", untrusted: bool = False, **fields: str) -> str:
+def note(
+    service: Memoryd, text: str, session: str = "chat-asker", untrusted: bool = False, **fields: str
+) -> str:
     answer = call(service, "memory", {"action": "note", "text": text, **fields}, session, untrusted)
     assert answer.code == "noted", answer.output
     return list(service.items.items())[-1]
@@ -40,11 +42,15 @@ def recall(service: Memoryd, query: str, session: str = "chat-asker") -> ToolRes
 
 def recall_log(home: Path) -> list[dict[str, Any]]:
     folder = home / "memory" / "recalls"
-    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines()]
+    return [
+        json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines()
+    ]
 
 
 def test_an_item_hit_carries_its_metadata_on_the_header_line(service: Memoryd) -> None:
-    ident = note(service, "The NAS is at 10.0.0.7 quokka.", kind="state", subject="nas:ip", confidence="observed-once")
+    ident = note(
+        service, "The NAS is at 10.0.0.7 quokka.", kind="state", subject="nas:ip", confidence="observed-once"
+    )
     out = recall(service, "quokka").output
     header, body = out.split("\n")[:2]
     assert header == (
@@ -59,7 +65,9 @@ def test_hits_that_are_not_items_keep_m5a_line(home: Path, service: Memoryd) -> 
     write_log(home, "chat-talk", [start(), record("user", content="The wombat lives in Tasmania.")])
     service.handle("session_updated", SessionUpdated(session="chat-talk"))
     out = recall(service, "wombat").output
-    assert out.split("\n")[0] == "[1] memory · session chat-talk, 2026-09-20 14:02 UTC, the owner said · private"
+    assert (
+        out.split("\n")[0] == "[1] memory · session chat-talk, 2026-09-20 14:02 UTC, the owner said · private"
+    )
 
 
 def test_a_superseded_hit_is_history_and_points_to_the_live_item(service: Memoryd, clock: Clock) -> None:
@@ -87,7 +95,9 @@ def test_stale_and_pending_cleanup_hits_are_not_load_bearing(service: Memoryd) -
 def test_two_active_state_items_come_back_as_a_conflict(service: Memoryd, clock: Clock) -> None:
     """The second item of the subject is not a hit (no shared word), yet the block shows both rows,
     dated, the newer acted on and the older retained as history."""
-    older = note(service, "The gateway address is 10.1.1.1 for the pangolin lab.", kind="state", subject="lab:gw")
+    older = note(
+        service, "The gateway address is 10.1.1.1 for the pangolin lab.", kind="state", subject="lab:gw"
+    )
     clock.advance(days=3)
     newer = note(service, "Gateway now 10.1.1.254.", kind="state", subject="lab:gw")
     out = recall(service, "pangolin").output
@@ -99,13 +109,18 @@ def test_two_active_state_items_come_back_as_a_conflict(service: Memoryd, clock:
         f"sessions/chat-asker#call=call-1 · {older} · older: retained as history\n"
         f"- [2026-09-27] (state) Gateway now 10.1.1.254. Source: sessions/chat-asker#call=call-1 · {newer} · "
         "newest: acting on this\n"
-        f"Acting on [2026-09-27]'s value ({newer}). The older row is retained as history, not current; if one "
-        "should be the current truth, ask the owner to reconcile (bxctl memory reconcile lab:gw --keep ID)."
+        f"Acting on [2026-09-27]'s value ({newer}). The older row is retained as history, not current; "
+        "if one should be the current truth, ask the owner to reconcile "
+        "(bxctl memory reconcile lab:gw --keep ID)."
     )
-    [line] = [entry for entry in recall_log(service.config.layout.memory.parent) if entry["query"] == "pangolin"]
+    [line] = [
+        entry for entry in recall_log(service.config.layout.memory.parent) if entry["query"] == "pangolin"
+    ]
     assert line["memory_item_ids"] == [older, newer]
     # after the owner reconciles, the conflict is gone and the older row is history
-    done = service.handle("memory_admin", MemoryAdmin(command="reconcile", arg="lab:gw", args={"keep": newer}))
+    done = service.handle(
+        "memory_admin", MemoryAdmin(command="reconcile", arg="lab:gw", args={"keep": newer})
+    )
     assert done.data["code"] == "ok"  # type: ignore[union-attr]
     out = recall(service, "pangolin").output
     assert "Conflict" not in out
@@ -117,29 +132,42 @@ def test_the_conflict_rows_count_in_the_label_and_withdrawn_rows_never_show(
 ) -> None:
     note(service, "Backup target is the echidna share.", kind="state", subject="backup:target")
     clock.advance(minutes=5)
-    tainted = note(service, "Backup target moved to bucket nine.", "chat-web", True, kind="state", subject="backup:target")
+    tainted = note(
+        service,
+        "Backup target moved to bucket nine.",
+        "chat-web",
+        True,
+        kind="state",
+        subject="backup:target",
+    )
     answer = recall(service, "echidna")
     assert "Conflict on subject `backup:target`" in answer.output
-    assert answer.label is not None and answer.label.untrusted  # the untrusted row is shown
+    assert answer.label is not None
+    assert answer.label.untrusted
     withdrawn = service.handle(
         "memory_admin", MemoryAdmin(command="withdraw", args={"items": [tainted], "reason": "poisoned"})
     )
     assert withdrawn.data["code"] == "ok"  # type: ignore[union-attr]
     answer = recall(service, "echidna")
     assert "Conflict" not in answer.output
-    assert "bucket nine" not in answer.output and tainted not in answer.output
-    assert answer.label is not None and not answer.label.untrusted
+    assert "bucket nine" not in answer.output
+    assert tainted not in answer.output
+    assert answer.label is not None
+    assert not answer.label.untrusted
 
 
 def test_contradicting_knowledge_items_are_both_shown(service: Memoryd) -> None:
     one = note(service, "The platypus build needs Python 3.11.")
     two = note(service, "The platypus build fails on Python 3.11; use 3.12.")
     out = recall(service, "platypus").output
-    assert one in out and two in out
+    assert one in out
+    assert two in out
     assert "Conflict" not in out
 
 
-def test_every_recall_is_a_retrieval_record_with_a_task_id(home: Path, service: Memoryd, clock: Clock) -> None:
+def test_every_recall_is_a_retrieval_record_with_a_task_id(
+    home: Path, service: Memoryd, clock: Clock
+) -> None:
     write_log(home, "chat-turns", [start(), record("user", content="one"), record("user", content="two")])
     ident = note(service, "The dingo cache lives on sdb.", session="chat-turns")
     first = recall(service, "dingo", session="chat-turns")

@@ -576,7 +576,9 @@ def memory_replay(state: State, into: Path, memory_socket: Path | None, as_json:
 @memory_socket_option
 @json_option
 @pass_state
-def memory_reconcile(state: State, subject: str, keep: str, memory_socket: Path | None, as_json: bool) -> None:
+def memory_reconcile(
+    state: State, subject: str, keep: str, memory_socket: Path | None, as_json: bool
+) -> None:
     """Resolve a conflict: every other active state item of SUBJECT is superseded by --keep.
 
     The others stay as history (journalled as one reconcile). Recall shows a conflict until then.

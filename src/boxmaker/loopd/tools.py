@@ -16,8 +16,10 @@ from typing import Any
 
 CORE_TOOL_NAMES = ("clock", "recall", "memory", "find_tool", "call_tool")
 #: The `memory` tool's actions (M5a section 5, M5d 4.4, issue 6: the protocol's forget, index, topic).
-MEMORY_ACTIONS = ("add", "replace", "remove", "note", "consolidate", "tiers", "forget", "index", "topic")
-#: Issue 7 (seed 003 section 23.2): a live session's feedback on a recall's items.
+#: Issue 7 (seed 003 section 23.2) adds ``feedback``: a live session's feedback on a recall's items.
+MEMORY_ACTIONS: tuple[str, ...] = (
+    *("add", "replace", "remove", "note", "consolidate", "tiers", "forget", "index", "topic"),
+)
 MEMORY_ACTIONS += ("feedback",)
 
 _TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}\Z")

@@ -30,7 +30,7 @@
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
 | reconcile | arg: subject; args: {"keep"} | `itemops.reconcile` as the owner (seed 003 15.2.1) |
 | review | | the cleanup plan (`plan`); changes nothing (seed 003 section 16) |
-| feedback | args: {"retrieval", "verdict", "items", "role", "attribution", "outcome", "decision", "evidence"} | records the owner's feedback event (`metamemory`) |
+| feedback | args: retrieval, verdict, items, role, attribution, outcome, decision, evidence | owner event |
 | feedback-of | arg: item id | the item's feedback events |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
@@ -107,7 +107,9 @@ ARGS["item-status"] = frozenset({"status"})
 # Skeptical recall, review and metamemory (issue 7; seed 003 sections 15.2.1, 16, 23).
 NO_ARG = NO_ARG | {"review", "feedback"}
 ARGS["reconcile"] = frozenset({"keep"})
-ARGS["feedback"] = frozenset({"retrieval", "verdict", "items", "role", "attribution", "outcome", "decision", "evidence"})
+ARGS["feedback"] = frozenset(
+    {"retrieval", "verdict", "items", "role", "attribution", "outcome", "decision", "evidence"}
+)
 
 
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:

@@ -151,16 +151,17 @@ def _change(by: Caller, action: str, event: dict[str, Any], reserved: Reserved) 
 
 def reconcile(writer: Writer, subject: str, keep: str, by: Caller) -> Answer:
     """The owner's reconcile (seed 003 sections 15.2.1 and 16, a human-only transition): every other
-    active state item of `subject` (erased ones aside) is superseded by `keep`, in one journal line
-    (action ``reconcile``) whose ``events`` carry one ``supersede`` event per item, each marked
-    ``"reconcile": true``. Unlike `supersede`, the kept item may be the older one: the owner decides
-    which value is current; an untrusted item is still never kept over a trusted one (``refused:tainted``:
-set the trusted one stale instead, `set_status`), as exported bundles require. Only the owner reconciles (``refused:denied``); `keep` must be an active
-    state item of exactly `subject` (``refused:subject``); a subject with fewer than two active state
-    items has nothing to reconcile (``refused:status``).
+        active state item of `subject` (erased ones aside) is superseded by `keep`, in one journal line
+        (action ``reconcile``) whose ``events`` carry one ``supersede`` event per item, each marked
+        ``"reconcile": true``. Unlike `supersede`, the kept item may be the older one: the owner decides
+        which value is current; an untrusted item is still never kept over a trusted one (``refused:tainted``:
+    set the trusted one stale instead, `set_status`), as exported bundles require. Only the owner
+    reconciles (``refused:denied``); `keep` must be an active
+        state item of exactly `subject` (``refused:subject``); a subject with fewer than two active state
+        items has nothing to reconcile (``refused:status``).
 
-    Raises:
-        OSError: when the item log cannot be read or the commit cannot be written.
+        Raises:
+            OSError: when the item log cannot be read or the commit cannot be written.
     """
     if not is_item_id(keep):
         return Answer.refused(sentences.item_id_invalid(keep))

@@ -67,7 +67,14 @@ from boxmaker.proto.ids import OWNER_SESSION
 
 FEEDBACK_FILE = "feedback.jsonl"
 RECALLS_DIR = "recalls"
-USE_ROLES = ("background", "action-premise", "constraint", "analogy", "conflict-source", "verification-target")
+USE_ROLES = (
+    "background",
+    "action-premise",
+    "constraint",
+    "analogy",
+    "conflict-source",
+    "verification-target",
+)
 VERDICTS = ("helpful", "misleading", "neutral", "unknown")
 ATTRIBUTIONS = ("low", "medium", "high")
 VERDICT_SCHEME = "intervention-outcome-v1"
@@ -240,7 +247,17 @@ def parse_args(arguments: dict[str, Any]) -> FeedbackArgs | Refusal:
     """The `memory` tool's ``feedback`` arguments (and the owner's ``feedback`` admin args):
     ``retrieval`` and ``verdict`` (strings, required), ``items`` and ``evidence`` (lists of strings),
     ``role``, ``attribution``, ``outcome``, ``decision`` (strings); other keys are refused."""
-    known = {"action", "retrieval", "verdict", "items", "role", "attribution", "outcome", "decision", "evidence"}
+    known = {
+        "action",
+        "retrieval",
+        "verdict",
+        "items",
+        "role",
+        "attribution",
+        "outcome",
+        "decision",
+        "evidence",
+    }
     unknown = sorted(set(arguments) - known)
     if unknown:
         return sentences.arguments(f"feedback takes no argument `{unknown[0]}`")

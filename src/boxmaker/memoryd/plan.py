@@ -69,7 +69,8 @@ _MONTH = (
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
 _DATED = re.compile(
-    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\.? \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}\b|\b(?:yesterday|last night)\b",
+    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\.? \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}\b"
+    r"|\b(?:yesterday|last night)\b",
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"[^\w]+")
@@ -88,7 +89,13 @@ class Section:
 
     def data(self) -> dict[str, Any]:
         """The section as ``--json`` prints it."""
-        return {"name": self.name, "title": self.title, "count": len(self.rows), "do": self.do, "rows": self.rows}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "count": len(self.rows),
+            "do": self.do,
+            "rows": self.rows,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +134,11 @@ def gather(memory: Memoryd) -> Inputs:
         for page in sorted(topics.glob("*.md")):
             generated[f"{projections.TOPICS_DIR}/{page.name}"] = _read(page)
     last = next(
-        (str(e.get("time")) for e in memory.journal.entries_newest_first() if e.get("action") == AUTODREAM_ACTION),
+        (
+            str(e.get("time"))
+            for e in memory.journal.entries_newest_first()
+            if e.get("action") == AUTODREAM_ACTION
+        ),
         None,
     )
     return Inputs(
@@ -190,7 +201,14 @@ def build(inputs: Inputs) -> list[Section]:
 
 
 def _item_row(item: Item, **extra: Any) -> dict[str, Any]:
-    return {"id": item.id, "kind": item.kind, "status": item.status, "date": item.date, "text": item.text, **extra}
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "status": item.status,
+        "date": item.date,
+        "text": item.text,
+        **extra,
+    }
 
 
 def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> Section:
@@ -219,8 +237,9 @@ def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> 
             )
         )
         section.lines.append(
-            f"{item.id} · {counted.misleading} misleading ({counted.misleading_by_owner} by the owner, {weak} "
-            f"self-rated by sessions: weak) · {counted.verdicts['helpful']} helpful · candidate for a proposal"
+            f"{item.id} · {counted.misleading} misleading ({counted.misleading_by_owner} by the owner, "
+            f"{weak} self-rated by sessions: weak) · {counted.verdicts['helpful']} helpful · "
+            "candidate for a proposal"
             f" · {_short(item.text)}"
         )
     return section
@@ -261,7 +280,9 @@ def _pending(visible: Sequence[Item], inputs: Inputs) -> Section:
                 section.lines.append(f"{name} · legacy marker · {_short(entry)}")
     for note in inputs.notes:
         if not inputs.note_excluded(note) and any(m in note.text for m in LEGACY_MARKERS):
-            section.rows.append({"file": "notes.md", "note": note.key, "text": note.text, "legacy_marker": True})
+            section.rows.append(
+                {"file": "notes.md", "note": note.key, "text": note.text, "legacy_marker": True}
+            )
             section.lines.append(f"notes.md {note.key} · legacy marker · {_short(note.text)}")
     return section
 
@@ -289,9 +310,12 @@ def _duplicates(visible: Sequence[Item]) -> Section:
                 if same and (members[a].id, members[b].id) not in paired:
                     paired.add((members[a].id, members[b].id))
                     how = "identical" if texts[a] == texts[b] else "near-identical"
-                    section.rows.append({"ids": [members[a].id, members[b].id], "kind": members[a].kind, "match": how})
+                    section.rows.append(
+                        {"ids": [members[a].id, members[b].id], "kind": members[a].kind, "match": how}
+                    )
                     section.lines.append(
-                        f"{members[a].id} and {members[b].id} ({members[a].kind}, {how}) · {_short(members[a].text, 60)}"
+                        f"{members[a].id} and {members[b].id} ({members[a].kind}, {how}) · "
+                        f"{_short(members[a].text, 60)}"
                     )
     return section
 
@@ -316,19 +340,26 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
     section = Section(
         "boundary",
         "Steering/memory boundary",
-        "a standing rule belongs in conventions.md, through a proposal you accept (the memory action propose; "
+        "a standing rule belongs in conventions.md, through a proposal you accept (the memory action "
+        "propose; "
         "bxctl memory proposals accept ID) or your own edit; a one-off incident in soul.md or conventions.md "
         "belongs in memory: bxctl memory note TEXT, then remove it from that file by hand",
     )
     for name, entries in inputs.identity.items():
         for entry in entries:
             if (name, entry) not in inputs.withdrawn_entries and _RULE.search(entry):
-                section.rows.append({"file": name, "text": entry, "reads_like": "standing rule", "candidate": "proposal"})
-                section.lines.append(f"{name} · reads like a standing rule: candidate for a proposal · {_short(entry)}")
+                section.rows.append(
+                    {"file": name, "text": entry, "reads_like": "standing rule", "candidate": "proposal"}
+                )
+                section.lines.append(
+                    f"{name} · reads like a standing rule: candidate for a proposal · {_short(entry)}"
+                )
     for item in visible:
         if item.kind == "knowledge" and item.status == "active" and _RULE.search(item.text):
             section.rows.append(_item_row(item, reads_like="standing rule", candidate="proposal"))
-            section.lines.append(f"{item.id} · reads like a standing rule: candidate for a proposal · {_short(item.text)}")
+            section.lines.append(
+                f"{item.id} · reads like a standing rule: candidate for a proposal · {_short(item.text)}"
+            )
     files = [("soul.md", [line for line in inputs.soul.splitlines() if line.strip()])]
     if inputs.conventions is not None:
         files.append((CONVENTIONS_FILE, parse_entries(inputs.conventions)))
@@ -344,16 +375,18 @@ def _withdrawals(inputs: Inputs) -> Section:
     section = Section(
         "withdrawals",
         "Withdrawal chains",
-        "a conflicting chain: bxctl memory withdraw (its exact scope) --reason reconciliation --supersedes ONE-OF-"
-        "THE-HEADS; an in-force withdrawal ends only by bxctl memory reinstate ID; a withdrawn id in a "
-        "generated page: restart memoryd (bxctl down; bxctl up), which writes them again",
+        "a conflicting chain: bxctl memory withdraw (its exact scope) --reason reconciliation "
+        "--supersedes ONE-OF-THE-HEADS; an in-force withdrawal ends only by bxctl memory reinstate ID; "
+        "a withdrawn id in a generated page: restart memoryd (bxctl down; bxctl up), which writes them again",
     )
     withdrawn: set[str] = set()
     for chain in inputs.chains:
         if chain.state == "reinstated":
             continue
         heads = [r.withdrawal_id for r in chain.heads]
-        section.rows.append({"state": chain.state, "heads": heads, "scope": chain.scope.selectors(), "why": chain.why or None})
+        section.rows.append(
+            {"state": chain.state, "heads": heads, "scope": chain.scope.selectors(), "why": chain.why or None}
+        )
         said = f"{chain.state}: {', '.join(heads)} · {', '.join(chain.scope.selectors())}"
         section.lines.append(said + (f" · {chain.why}" if chain.why else ""))
         withdrawn.update(chain.scope.memory_item_ids)
@@ -361,7 +394,9 @@ def _withdrawals(inputs: Inputs) -> Section:
     for name, text in inputs.generated.items():
         leaked = sorted(i for i in withdrawn if re.search(rf"{re.escape(i)}(?!\d)", text))
         if leaked:
-            section.rows.append({"file": name, "withdrawn_ids": leaked, "problem": "withdrawn item in a generated page"})
+            section.rows.append(
+                {"file": name, "withdrawn_ids": leaked, "problem": "withdrawn item in a generated page"}
+            )
             section.lines.append(f"{name} shows withdrawn {', '.join(leaked)}: a generated page must not")
     return section
 
@@ -370,7 +405,8 @@ def _archive(inputs: Inputs) -> Section:
     after = inputs.last_autodream
     section = Section(
         "archive",
-        "Archive not yet distilled" + (f" (since the last autodream, {after})" if after else " (autodream never ran)"),
+        "Archive not yet distilled"
+        + (f" (since the last autodream, {after})" if after else " (autodream never ran)"),
         "let the autodream job distil them (it runs daily; bxctl jobs shows it), or distil by hand with "
         "bxctl memory note; withdrawn items are not counted",
     )
@@ -398,14 +434,23 @@ def _schema(visible: Sequence[Item], inputs: Inputs) -> Section:
         "--subject S TEXT (the legacy note stays as it was)",
     )
     for item in visible:
-        missing = [name for name, bad in (("kind", item.kind not in KINDS), ("Source", not item.source)) if bad]
+        missing = [
+            name for name, bad in (("kind", item.kind not in KINDS), ("Source", not item.source)) if bad
+        ]
         if missing:
             section.rows.append(_item_row(item, missing=missing))
             section.lines.append(f"{item.id} · missing {', '.join(missing)} · {_short(item.text)}")
     for note in inputs.notes:
-        if note.kind != "noted" or item_id_of(note) is not None or inputs.note_excluded(note) or not note.text:
+        if (
+            note.kind != "noted"
+            or item_id_of(note) is not None
+            or inputs.note_excluded(note)
+            or not note.text
+        ):
             continue
-        section.rows.append({"file": "notes.md", "note": note.key, "text": note.text, "missing": ["kind", "Source"]})
+        section.rows.append(
+            {"file": "notes.md", "note": note.key, "text": note.text, "missing": ["kind", "Source"]}
+        )
         section.lines.append(f"notes.md {note.key} · a legacy note without an item id · {_short(note.text)}")
     return section
 
@@ -422,8 +467,12 @@ def _triggers(visible: Sequence[Item]) -> Section:
         by_topic.setdefault(projections.topic_of(item), []).append(item)
     for name, members in sorted(by_topic.items()):
         if not any(i.scope or i.subject for i in members):
-            section.rows.append({"topic": f"{projections.TOPICS_DIR}/{name}.md", "items": [i.id for i in members]})
-            section.lines.append(f"{projections.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject")
+            section.rows.append(
+                {"topic": f"{projections.TOPICS_DIR}/{name}.md", "items": [i.id for i in members]}
+            )
+            section.lines.append(
+                f"{projections.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject"
+            )
     return section
 
 

@@ -113,6 +113,7 @@ class Recaller:
         now: Callable[[], dt.datetime],
         log_recalls: bool = True,
         exclusion: Callable[[], Exclusion] | None = None,
+        *,
         items: Callable[[], dict[str, Item]] | None = None,
         turns: metamemory.Turns | None = None,
     ) -> None:
@@ -170,9 +171,14 @@ class Recaller:
             return reading
         retrieval = self._log(session, text, k, hits, reading, owner=owner, bench=bench)
         if not hits:
-            return RecallResult(sentences.no_matches(text), hit_text.result_label([]), (), retrieval=retrieval)
+            return RecallResult(
+                sentences.no_matches(text), hit_text.result_label([]), (), retrieval=retrieval
+            )
         fields = [skeptic.fields(i, reading.current.get(i.id)) if i else "" for i in reading.items]
-        after = [skeptic.current_line(reading.current[i.id]) if i and i.id in reading.current else "" for i in reading.items]
+        after = [
+            skeptic.current_line(reading.current[i.id]) if i and i.id in reading.current else ""
+            for i in reading.items
+        ]
         parts = [hit_text.render(hits, terms, fields, after)]
         parts += [skeptic.conflict_block(c) for c in reading.conflicts]
         if retrieval:
@@ -189,7 +195,9 @@ class Recaller:
             excluded = self.exclusion()
         except OSError as exc:
             log.error("recall refused: items.jsonl or the controls cannot be read: %s", exc)
-            return Refusal("refused:unavailable", f"recall cannot read the item store ({exc}); nothing was shown")
+            return Refusal(
+                "refused:unavailable", f"recall cannot read the item store ({exc}); nothing was shown"
+            )
         return skeptic.read(hits, found, excluded.item)
 
     def _log(

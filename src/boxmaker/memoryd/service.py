@@ -349,7 +349,12 @@ class Memoryd:
         return ToolResponse(request.call_id, answer.output, answer.code, None)
 
     def record_feedback(
-        self, arguments: dict[str, Any], *, session: str = OWNER_SESSION, call: str = "", untrusted: bool = False
+        self,
+        arguments: dict[str, Any],
+        *,
+        session: str = OWNER_SESSION,
+        call: str = "",
+        untrusted: bool = False,
     ) -> Answer:
         """Check and record one feedback event (`metamemory`): one journal commit (action
         ``feedback``) appending it to feedback.jsonl. Never touches items.jsonl."""

@@ -22,8 +22,8 @@ and erased ones never count, and whether or not the others were hits), the answe
 conflict block per such subject, in section 15.2.1's shape, every row dated, newest last::
 
     Conflict on subject `nas:ip` (2 active state items, not reconciled):
-    - [2026-11-20] (state) The NAS is at 10.0.0.7. Source: sessions/… · mem-2026-11-20-001 · older: retained as history
-    - [2026-11-29] (state) The NAS is at 10.0.0.8. Source: sessions/… · mem-2026-11-29-002 · newest: acting on this
+    - [2026-11-20] (state) NAS at 10.0.0.7. Source: sessions/… · mem-2026-11-20-001 · older: retained as …
+    - [2026-11-29] (state) NAS at 10.0.0.8. Source: sessions/… · mem-2026-11-29-002 · newest: acting on this
     Acting on [2026-11-29]'s value (mem-2026-11-29-002). The older row is retained as history, not
     current; if it should be the current truth, ask the owner to reconcile
     (bxctl memory reconcile nas:ip --keep ID).
