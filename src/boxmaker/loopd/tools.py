@@ -53,7 +53,7 @@ def core_tools() -> list[dict[str, Any]]:
             "memory",
             "note: a fact or lesson. add/replace/remove/consolidate: memory.md (yours) or user.md "
             "(owner's) entries, named by full text. tiers: entries by use. index, topic: read memory. "
-            "forget: withdraw. feedback: how a recall's items served.",
+            "forget: withdraw. feedback: retrieval, verdict.",
             {
                 "action": {"type": "string", "enum": list(MEMORY_ACTIONS)},
                 "text": {"type": "string"},
@@ -75,9 +75,6 @@ def core_tools() -> list[dict[str, Any]]:
                 "items": {"type": "array", "items": {"type": "string"}},
                 "sessions": {"type": "array", "items": {"type": "string"}},
                 "topic": {"type": "string"},
-                "retrieval": {"type": "string", "description": "memret id"},
-                "verdict": {"type": "string", "enum": ["helpful", "misleading", "neutral", "unknown"]},
-                "outcome": {"type": "string"},
             },
             ["action"],
         ),
