@@ -16,7 +16,9 @@ then where the hit is from and its class, then the snippet (at most 600 characte
     …the launch window moved to Thursday…
 
 The result's label is the highest class among the hits (at least private), untrusted if any hit is
-tagged memory-tainted. Pure functions.
+tagged memory-tainted. Hits that are items get their metadata after the class on the same header line
+(`header`'s `fields`, made by `skeptic`), and lines after their snippet (`render`'s `after`); other
+hits keep exactly this line. Pure functions.
 """
 
 from __future__ import annotations
