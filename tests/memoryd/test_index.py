@@ -106,8 +106,15 @@ def test_source_tag_of_every_kind_of_note(service: Memoryd) -> None:
     out = recall(service, "otters").output
     assert "identity · moved 2026-09-24 from memory.md · private\nmoved otters fact" in out
     assert "memory · dropped 2026-09-24 from memory.md · private\ndropped otters fact" in out
-    assert "memory · note, 2026-09-24 21:02 UTC, session chat-asker · private\nclean note about otters" in out
-    assert "memory-tainted · note, 2026-09-24 21:02 UTC, session chat-asker · private\ntainted note" in out
+    # notes that are items keep M5a's line and add the item's metadata (seed 003 section 15.2)
+    assert (
+        "memory · note, 2026-09-24 21:02 UTC, session chat-asker · private · mem-2026-09-24-001 · "
+        "knowledge · active · 2026-09-24 · Source sessions/chat-asker#call=call-1\nclean note about otters"
+    ) in out
+    assert (
+        "memory-tainted · note, 2026-09-24 21:02 UTC, session chat-asker · private · mem-2026-09-24-002"
+        in out
+    )
 
 
 def test_labels_walked_from_a_log_and_max_class(home: Path, service: Memoryd) -> None:
@@ -331,7 +338,8 @@ def test_snippets_at_most_600_characters(home: Path, service: Memoryd) -> None:
     write_log(home, "chat-long", [start(), record("user", content=long)])
     service.handle("session_updated", SessionUpdated(session="chat-long"))
     out = recall(service, "tango").output
-    body = out.split("\n", 1)[1]
+    body, retrieval = out.split("\n", 1)[1].rsplit("\n\n", 1)
+    assert retrieval == "(retrieval memret-2026-09-24-001)"
     assert len(body) <= 600
     assert "tango is here" in body
     assert body.startswith("…")

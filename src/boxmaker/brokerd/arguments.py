@@ -18,7 +18,8 @@ Pure: no I/O. memoryd checks the content rules of `memory` again when it applies
 
 ``note`` and ``add`` also take the protocol's optional capture fields (`CAPTURE_KEYS`: kind, subject,
 confidence, scope, corroborating_refs, inspired_by; issue 6), and the protocol's ``forget`` (items,
-sessions, text), ``index``, ``topic`` (topic) and ``propose`` (target, text, refs, benefit, risk) are let
+sessions, text), ``index``, ``topic`` (topic), ``propose`` (target, text, refs, benefit, risk) and
+``feedback`` (retrieval, verdict, items, role, confidence, outcome, decision, evidence) are let
 through by their keys: memoryd checks every
 value and answers with the refusal sentence the model reads.
 
@@ -83,6 +84,8 @@ _PROTOCOL_KEYS: dict[str, tuple[str, ...]] = {
     "topic": ("topic",),
     # promotion (seed 003 sections 17 and 23.5): memoryd checks lengths, refs and content
     "propose": ("target", "text", "refs", "benefit", "risk"),
+    # metamemory (seed 003 section 23.2): a session's feedback on one of its retrievals
+    "feedback": ("retrieval", "verdict", "items", "role", "confidence", "outcome", "decision", "evidence"),
 }
 
 
@@ -101,7 +104,7 @@ def check_memory(arguments: dict[str, Any]) -> str | None:
     if action not in _ACTION_KEYS:
         return (
             "the argument `action` must be one of add, replace, remove, note, consolidate, tiers, "
-            "forget, index, topic, propose"
+            "forget, index, topic, propose, feedback"
         )
     assert isinstance(action, str)
     optional = CAPTURE_KEYS if action in ("note", "add") else ()

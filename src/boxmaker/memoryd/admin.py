@@ -30,6 +30,10 @@
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
 | proposals | args: {"all": bool} | pending proposals (all with `all`), refs and eligibility (`proposals`) |
 | proposal-accept, proposal-reject | arg: proposal id | the owner's decision (accept: into conventions.md) |
+| reconcile | arg: subject; args: {"keep"} | `itemops.reconcile` as the owner (seed 003 15.2.1) |
+| review | | the cleanup plan (`plan`); changes nothing (seed 003 section 16) |
+| feedback | args: retrieval, verdict, items, role, confidence, outcome, decision, evidence | owner event |
+| feedback-of | arg: item id | the item's feedback events |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -47,7 +51,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from boxmaker.memoryd import arguments, erase, itemops, projections, proposals, review, sentences
+from boxmaker.memoryd import (
+    arguments,
+    erase,
+    itemops,
+    metamemory,
+    plan,
+    projections,
+    proposals,
+    review,
+    sentences,
+)
 from boxmaker.memoryd.arguments import Add
 from boxmaker.memoryd.controls import Scope
 from boxmaker.memoryd.entries import CONVENTIONS, IDENTITY_FILES, SOUL_LIMIT, STEERING_LIMIT
@@ -105,6 +119,12 @@ ARGS: dict[str, frozenset[str]] = {
 }
 ARGS["item-status"] = frozenset({"status"})
 ARGS["proposals"] = frozenset({"all"})
+# Skeptical recall, review and metamemory (issue 7; seed 003 sections 15.2.1, 16, 23).
+NO_ARG = NO_ARG | {"review", "feedback"}
+ARGS["reconcile"] = frozenset({"keep"})
+ARGS["feedback"] = frozenset(
+    {"retrieval", "verdict", "items", "role", "confidence", "outcome", "decision", "evidence"}
+)
 
 
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
@@ -707,6 +727,45 @@ def _proposal_decision(accept: bool) -> Command:
     return decide
 
 
+# Skeptical recall, review and metamemory (issue 7; seed 003 sections 15.2.1, 16, 23) -------------
+
+
+def _reconcile(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """``reconcile SUBJECT`` with args {"keep": item id}: `itemops.reconcile` as the owner."""
+    keep = request.args.get("keep")
+    if not request.arg or not isinstance(keep, str):
+        raise InvalidBody("memory_admin", 'reconcile takes a subject and args {"keep": item id}')
+    _item_id(keep)
+    return _answer(memory.write(lambda: itemops.reconcile(memory.writer, request.arg, keep, OWNER)))
+
+
+def _review(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """The review plan (`plan.review`): text and data; nothing is changed."""
+    del request
+    try:
+        text, data = plan.review(memory)
+    except (OSError, FileUnreadable) as exc:
+        return MemoryAdminReply(f"{exc}; no plan was made", {"code": "refused:unavailable"})
+    return MemoryAdminReply(text, data)
+
+
+def _feedback(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """The owner's feedback event (`Memoryd.record_feedback`, ``recorded_by: owner``)."""
+    return _answer(memory.record_feedback(dict(request.args)))
+
+
+def _feedback_of(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """Every feedback event naming item ``arg``, oldest first."""
+    _item_id(request.arg)
+    try:
+        found = metamemory.of_item(metamemory.read_feedback(memory.config.layout.memory), request.arg)
+    except OSError as exc:
+        return MemoryAdminReply(f"{exc}; nothing to list", {"code": "refused:unavailable"})
+    if not found:
+        return MemoryAdminReply(f"(no feedback on {request.arg})", [])
+    return MemoryAdminReply("\n".join(metamemory.describe(e) for e in found), found)
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -737,4 +796,8 @@ COMMANDS: dict[str, Command] = {
     "proposals": _proposals,
     "proposal-accept": _proposal_decision(True),
     "proposal-reject": _proposal_decision(False),
+    "reconcile": _reconcile,
+    "review": _review,
+    "feedback": _feedback,
+    "feedback-of": _feedback_of,
 }

@@ -16,7 +16,9 @@ then where the hit is from and its class, then the snippet (at most 600 characte
     …the launch window moved to Thursday…
 
 The result's label is the highest class among the hits (at least private), untrusted if any hit is
-tagged memory-tainted. Pure functions.
+tagged memory-tainted. Hits that are items get their metadata after the class on the same header line
+(`header`'s `fields`, made by `skeptic`), and lines after their snippet (`render`'s `after`); other
+hits keep exactly this line. Pure functions.
 """
 
 from __future__ import annotations
@@ -115,9 +117,11 @@ def where(hit: Hit) -> str:
     return f"{place}, the assistant said"
 
 
-def header(number: int, hit: Hit) -> str:
-    """The first line of a hit: ``[n] tag · where · class``."""
-    return f"[{number}] {hit.tag} · {where(hit)} · {hit.label.data_class.value}"
+def header(number: int, hit: Hit, fields: str = "") -> str:
+    """The first line of a hit: ``[n] tag · where · class``, then `fields` (an item's metadata,
+    `skeptic.fields`) after `` · `` when given."""
+    line = f"[{number}] {hit.tag} · {where(hit)} · {hit.label.data_class.value}"
+    return f"{line} · {fields}" if fields else line
 
 
 _WORD = re.compile(r"\w+")
@@ -150,9 +154,19 @@ def result_label(hits: Sequence[Hit]) -> Label:
     return Label(max(data_class, DataClass.PRIVATE), any(h.tag == "memory-tainted" for h in hits))
 
 
-def render(hits: Sequence[Hit], terms: Sequence[str]) -> str:
-    """The text the model reads for a non-empty result."""
+def render(
+    hits: Sequence[Hit],
+    terms: Sequence[str],
+    fields: Sequence[str] | None = None,
+    after: Sequence[str] | None = None,
+) -> str:
+    """The text the model reads for a non-empty result; `fields[i]` goes on hit i's header line and
+    `after[i]` on the lines after its snippet ("" for neither: `skeptic`)."""
     lowered = [t.lower() for t in terms]
-    return "\n".join(
-        f"{header(i, hit)}\n{defuse(snippet(hit.text, lowered))}" for i, hit in enumerate(hits, start=1)
-    )
+    parts = []
+    for i, hit in enumerate(hits):
+        extra = fields[i] if fields else ""
+        tail = after[i] if after else ""
+        text = f"{header(i + 1, hit, extra)}\n{defuse(snippet(hit.text, lowered))}"
+        parts.append(f"{text}\n{tail}" if tail else text)
+    return "\n".join(parts)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from boxmaker.memoryd import sentences
-from boxmaker.memoryd.items import ITEMS_FILE, Item, is_item_id
+from boxmaker.memoryd.items import ITEMS_FILE, Item, active_by_subject, is_item_id
 from boxmaker.memoryd.journal import Append, Change, Reserved, encode_line
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.writer import Answer, Caller, Writer
@@ -147,3 +147,59 @@ def _change(by: Caller, action: str, event: dict[str, Any], reserved: Reserved) 
         "events": [event],
     }
     return Change(entry, [Append(ITEMS_FILE, encode_line(event) + b"\n")], reserved=reserved)
+
+
+def reconcile(writer: Writer, subject: str, keep: str, by: Caller) -> Answer:
+    """The owner's reconcile (seed 003 sections 15.2.1 and 16, a human-only transition): every other
+        active state item of `subject` (erased ones aside) is superseded by `keep`, in one journal line
+        (action ``reconcile``) whose ``events`` carry one ``supersede`` event per item, each marked
+        ``"reconcile": true``. Unlike `supersede`, the kept item may be the older one: the owner decides
+        which value is current; an untrusted item is still never kept over a trusted one (``refused:tainted``:
+    set the trusted one stale instead, `set_status`), as exported bundles require. Only the owner
+    reconciles (``refused:denied``); `keep` must be an active
+        state item of exactly `subject` (``refused:subject``); a subject with fewer than two active state
+        items has nothing to reconcile (``refused:status``).
+
+        Raises:
+            OSError: when the item log cannot be read or the commit cannot be written.
+    """
+    if not is_item_id(keep):
+        return Answer.refused(sentences.item_id_invalid(keep))
+    if not by.owner:
+        return Answer.refused(sentences.RECONCILE_DENIED)
+    with writer.lock:
+        items = writer.items.items()
+        active = active_by_subject(items.values()).get(subject, [])
+        kept = items.get(keep)
+        if kept is None or kept.erased:
+            return Answer.refused(sentences.item_not_found(keep))
+        if kept not in active:
+            return Answer.refused(sentences.reconcile_keep(keep, subject))
+        if len(active) < 2:
+            return Answer.refused(sentences.reconcile_nothing(subject, len(active)))
+        others = [item for item in active if item.id != keep]
+        for prior in others:
+            if prior.trusted and not kept.trusted:
+                return Answer.refused(sentences.supersede_tainted(prior.id, keep))
+        reserved = writer.journal.reserve()
+        events = [
+            {
+                "event": "supersede",
+                "time": reserved.time,
+                "old": prior.id,
+                "new": kept.id,
+                "subject": subject,
+                "prior": {"date": prior.date, "text": prior.text},
+                "current": {"date": kept.date, "text": kept.text},
+                "by": by.session,
+                "edit": reserved.id,
+                "reconcile": True,
+            }
+            for prior in others
+        ]
+        change = _change(by, "reconcile", events[0], reserved)
+        change.entry["events"] = events
+        change.appends = [Append(ITEMS_FILE, b"".join(encode_line(e) + b"\n" for e in events))]
+        line = writer.journal.commit(change)
+    ids = [item.id for item in others]
+    return Answer(sentences.reconciled(subject, keep, ids), sentences.OK, str(line["id"]))

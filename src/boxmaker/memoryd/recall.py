@@ -10,6 +10,17 @@ Withdrawn content (seed 003 section 12.2) is filtered out before anything is ren
 hits the `Exclusion` names are dropped, and the index is asked for more (up to `SEARCH_CEILING`) so
 `k` hits still come back when some were withdrawn. Controls that cannot be read refuse the recall
 (fail closed).
+
+Skeptical recall (seed 003 section 15.2; `skeptic`): hits that are items carry their kind, status,
+date, Source and confidence on the header line, superseded ones point to the live item, and a
+conflict block follows when an active state hit's subject has two or more active state items; the
+result's label is the strictest of everything shown. items.jsonl that cannot be read refuses the
+recall (``refused:unavailable``) rather than show items without their status.
+
+Metamemory (seed 003 section 23.2; `metamemory`): the log line IS the retrieval record
+(``retrieval_id``, ``task_id``, ``memory_item_ids``, ``use_role``, ``retrieved_at``), and an answer
+with hits ends with one line naming its retrieval id, ``(retrieval memret-YYYY-MM-DD-NNN)``, which
+the `memory` action ``feedback`` cites.
 """
 
 from __future__ import annotations
@@ -24,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from boxmaker.memoryd import hits as hit_text
-from boxmaker.memoryd import sentences
+from boxmaker.memoryd import metamemory, sentences, skeptic
 from boxmaker.memoryd.controls import Exclusion
 from boxmaker.memoryd.entries import IDENTITY_FILES
 from boxmaker.memoryd.hits import Hit
 from boxmaker.memoryd.index import Index
+from boxmaker.memoryd.items import Item
 from boxmaker.memoryd.journal import encode_line
 from boxmaker.memoryd.query import build
 from boxmaker.memoryd.sentences import Refusal
@@ -53,6 +65,8 @@ class RecallResult:
     label: Label
     hits: tuple[Hit, ...]
     data: list[dict[str, Any]] = field(default_factory=list)
+    reading: skeptic.Reading | None = None
+    retrieval: str = ""
 
 
 _LOG_NAME = re.compile(r"[0-9]{4}-[0-9]{2}\.jsonl")
@@ -87,6 +101,9 @@ class Recaller:
         now: the clock.
         log_recalls: False to keep no recall log (never in memoryd; for offline measurements).
         exclusion: what is withdrawn now (`controls.Controls.exclusion`); its hits are never shown.
+        items: the item store's fold (`items.ItemStore.items`); None: hits are shown without item
+            metadata (offline measurements).
+        turns: counts a session's turns for the retrieval record's task id (None: turn 0).
     """
 
     def __init__(
@@ -96,12 +113,18 @@ class Recaller:
         now: Callable[[], dt.datetime],
         log_recalls: bool = True,
         exclusion: Callable[[], Exclusion] | None = None,
+        *,
+        items: Callable[[], dict[str, Item]] | None = None,
+        turns: metamemory.Turns | None = None,
     ) -> None:
         self.index = index
         self.recalls = recalls
         self.now = now
         self.log_recalls = log_recalls
         self.exclusion = exclusion or Exclusion
+        self.items = items
+        self.turns = turns
+        self.ids = metamemory.RetrievalIds(recalls)
 
     def search(self, text: str, k: int) -> tuple[list[Hit], tuple[str, ...]] | Refusal:
         """The structured layer under recall: validated, built, searched; no rendering, no log."""
@@ -143,26 +166,76 @@ class Recaller:
         if isinstance(found, Refusal):
             return found
         hits, terms = found
-        self._log(session, text, k, hits, owner=owner, bench=bench)
+        reading = self._read(hits)
+        if isinstance(reading, Refusal):
+            return reading
+        retrieval = self._log(session, text, k, hits, reading, owner=owner, bench=bench)
         if not hits:
-            return RecallResult(sentences.no_matches(text), hit_text.result_label([]), ())
-        return RecallResult(hit_text.render(hits, terms), hit_text.result_label(hits), tuple(hits))
+            return RecallResult(
+                sentences.no_matches(text), hit_text.result_label([]), (), retrieval=retrieval
+            )
+        fields = [skeptic.fields(i, reading.current.get(i.id)) if i else "" for i in reading.items]
+        after = [
+            skeptic.current_line(reading.current[i.id]) if i and i.id in reading.current else ""
+            for i in reading.items
+        ]
+        parts = [hit_text.render(hits, terms, fields, after)]
+        parts += [skeptic.conflict_block(c) for c in reading.conflicts]
+        if retrieval:
+            parts.append(f"(retrieval {retrieval})")
+        label = hit_text.result_label(hits).stricter(reading.label)
+        return RecallResult("\n\n".join(parts), label, tuple(hits), reading=reading, retrieval=retrieval)
 
-    def _log(self, session: str, text: str, k: int, hits: list[Hit], *, owner: bool, bench: bool) -> None:
+    def _read(self, hits: list[Hit]) -> skeptic.Reading | Refusal:
+        """The items among `hits` (`skeptic.read`), withdrawn ones left out."""
+        if self.items is None or not hits:
+            return skeptic.Reading(tuple(None for _ in hits), {}, (), ())
+        try:
+            found = self.items()
+            excluded = self.exclusion()
+        except OSError as exc:
+            log.error("recall refused: items.jsonl or the controls cannot be read: %s", exc)
+            return Refusal(
+                "refused:unavailable", f"recall cannot read the item store ({exc}); nothing was shown"
+            )
+        return skeptic.read(hits, found, excluded.item)
+
+    def _log(
+        self,
+        session: str,
+        text: str,
+        k: int,
+        hits: list[Hit],
+        reading: skeptic.Reading,
+        *,
+        owner: bool,
+        bench: bool,
+    ) -> str:
+        """Append the recall log line, which is the retrieval record; returns its retrieval id
+        ("" when no log is kept)."""
         if not self.log_recalls:
-            return
+            return ""
         moment = self.now().astimezone(dt.UTC)
-        line = {
-            "time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "session": session,
-            "query": text,
-            "k": k,
-            "hits": [h.key for h in hits],
-            "owner": owner,
-            "bench": bench,
-        }
-        fsio.ensure_dir(self.recalls)
-        fsio.append_line(self.recalls / f"{moment:%Y-%m}.jsonl", encode_line(line), sync=False)
+        turn = self.turns.turn_of(session) if self.turns is not None and not owner else 0
+        with self.ids.lock:
+            ident = self.ids.next(moment.date())
+            line = {
+                "time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "session": session,
+                "query": text,
+                "k": k,
+                "hits": [h.key for h in hits],
+                "owner": owner,
+                "bench": bench,
+                "retrieval_id": ident,
+                "task_id": metamemory.task_id(session, turn),
+                "memory_item_ids": reading.ids,
+                "use_role": metamemory.DEFAULT_ROLE,
+                "retrieved_at": metamemory.stamp(moment),
+            }
+            fsio.ensure_dir(self.recalls)
+            fsio.append_line(self.recalls / f"{moment:%Y-%m}.jsonl", encode_line(line), sync=False)
+        return ident
 
     def owner_search(
         self, text: str, k: int, store: Store, hidden: frozenset[tuple[str, str]] = frozenset()
@@ -189,18 +262,25 @@ class Recaller:
                     lines.append(
                         f"[{spec.name}] identity · an entry of {spec.name} (in every prompt)\n{entry}"
                     )
-        for number, hit in enumerate(result.hits, start=1):
-            data.append(
-                {
-                    "tag": hit.tag,
-                    "where": hit_text.where(hit),
-                    "class": hit.label.data_class.value,
-                    "key": hit.key,
-                    "text": hit.text,
-                }
-            )
-            lines.append(
-                f"{hit_text.header(number, hit)}\n{hit_text.defuse(hit_text.snippet(hit.text, terms))}"
-            )
+        reading = result.reading or skeptic.Reading(tuple(None for _ in result.hits), {}, (), ())
+        for number, (hit, item) in enumerate(zip(result.hits, reading.items, strict=True), start=1):
+            row: dict[str, Any] = {
+                "tag": hit.tag,
+                "where": hit_text.where(hit),
+                "class": hit.label.data_class.value,
+                "key": hit.key,
+                "text": hit.text,
+            }
+            fields = ""
+            if item is not None:
+                current = reading.current.get(item.id)
+                fields = skeptic.fields(item, current)
+                row.update({"item": item.id, "kind": item.kind, "status": item.status, "source": item.source})
+            data.append(row)
+            body = hit_text.defuse(hit_text.snippet(hit.text, terms))
+            lines.append(f"{hit_text.header(number, hit, fields)}\n{body}")
+            if item is not None and item.id in reading.current:
+                lines.append(skeptic.current_line(reading.current[item.id]))
+        lines += [skeptic.conflict_block(c) for c in reading.conflicts]
         text_out = "\n".join(lines) if lines else sentences.no_matches(text)
-        return RecallResult(text_out, result.label, result.hits, data)
+        return RecallResult(text_out, result.label, result.hits, data, reading, result.retrieval)

@@ -12,6 +12,7 @@ capability 5, "it must be replayable"; DESIGN 8).
 - ``events``: the item events appended to items.jsonl; for each ``archive`` event, the archive file's
   append, rendered from the fold as it stood before the event with the archive's own renderer
   (`archive.render_append`);
+- ``feedback``: the metamemory feedback events appended to feedback.jsonl (`metamemory`);
 - ``tombstone`` and ``identity``, on an erasure's line: the tombstone appended to erasures.jsonl, and
   memory.md and user.md as the erasure left them;
 
@@ -36,6 +37,7 @@ from boxmaker.memoryd.entries import BY_NAME, CONVENTIONS, file_content
 from boxmaker.memoryd.erase import ERASURES_FILE
 from boxmaker.memoryd.items import ITEMS_FILE, Item, fold
 from boxmaker.memoryd.journal import encode_line
+from boxmaker.memoryd.metamemory import FEEDBACK_FILE
 from boxmaker.memoryd.proposals import PROPOSALS_FILE
 from boxmaker.proto import fsio
 
@@ -83,6 +85,9 @@ def replay(
         proposed = line.get("proposals")
         if isinstance(proposed, list) and proposed:
             fsio.append_bytes(into / PROPOSALS_FILE, b"".join(encode_line(p) + b"\n" for p in proposed))
+        feedback = line.get("feedback")
+        if isinstance(feedback, list) and feedback:
+            fsio.append_bytes(into / FEEDBACK_FILE, b"".join(encode_line(e) + b"\n" for e in feedback))
         controls = line.get("controls")
         if isinstance(controls, list) and controls:
             fsio.append_bytes(into / CONTROLS_FILE, b"".join(encode_line(c) + b"\n" for c in controls))

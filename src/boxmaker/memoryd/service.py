@@ -37,6 +37,7 @@ from boxmaker.memoryd import (
     arguments,
     block,
     bundle,
+    metamemory,
     notes,
     projections,
     proposals,
@@ -131,8 +132,14 @@ class Memoryd:
         self.writer = Writer(
             self.store, self.journal, now, config.review, self.index.add_notes, sessions=layout.sessions
         )
+        self.items = ItemStore(layout.memory)
         self.recaller = Recaller(
-            self.index, layout.memory / "recalls", now, exclusion=self.controls.exclusion
+            self.index,
+            layout.memory / "recalls",
+            now,
+            exclusion=self.controls.exclusion,
+            items=self.items.items,
+            turns=metamemory.Turns(layout.sessions),
         )
         self.withdrawals = Withdrawals(
             self.controls,
@@ -143,7 +150,6 @@ class Memoryd:
             sessions=layout.sessions,
             on_change=self.index.rebuild_in_background,
         )
-        self.items = ItemStore(layout.memory)
         #: Which items are withdrawn, for a memory folder (seed 003 section 12.2): applied before the
         #: projections, the read path and export show anything. The withdrawal module plugs in here.
         self.exclusion_for: Callable[[Path], projections.Excluded] = _withdrawn_items
@@ -269,6 +275,8 @@ class Memoryd:
             return self._read(call)
         if request.arguments.get("action") == "propose":
             return self._propose(call, label)
+        if request.arguments.get("action") == "feedback":
+            return self._feedback(call)
         parsed = arguments.parse_memory(request.arguments)
         if isinstance(parsed, Refusal):
             answer = Answer.refused(parsed)
@@ -348,6 +356,50 @@ class Memoryd:
         except (FileUnreadable, OSError) as exc:
             log.error("withdrawal refused: %s", exc)
             return Refusal("refused:unavailable", f"{exc}; nothing was recorded")
+
+    def _feedback(self, call: MemoryCall) -> ToolResponse:
+        """The `memory` tool's ``feedback`` action (seed 003 section 23.2): a session's verdict on how
+        the items of one of its own retrievals served, recorded as is with ``recorded_by: session``
+        (a self-rating: weak evidence for review). Any session may record; a tainted one's journal
+        line says untrusted."""
+        request = call.request
+        answer = self.record_feedback(
+            request.arguments, session=request.session, call=request.call_id, untrusted=call.untrusted
+        )
+        return ToolResponse(request.call_id, answer.output, answer.code, None)
+
+    def record_feedback(
+        self,
+        arguments: dict[str, Any],
+        *,
+        session: str = OWNER_SESSION,
+        call: str = "",
+        untrusted: bool = False,
+    ) -> Answer:
+        """Check and record one feedback event (`metamemory`): one journal commit (action
+        ``feedback``) appending it to feedback.jsonl. Never touches items.jsonl."""
+        parsed = metamemory.parse_args(arguments)
+        if isinstance(parsed, Refusal):
+            return Answer.refused(parsed)
+        recalls = self.recaller.recalls
+        turn = self.recaller.turns.turn_of(session) if self.recaller.turns and session != OWNER_SESSION else 0
+        try:
+            retrieval = metamemory.find_retrieval(recalls, parsed.retrieval)
+            with self.writer.lock:
+                memory_dir = self.config.layout.memory
+                moment = self.now()
+                ident = metamemory.next_feedback_id(metamemory.read_feedback(memory_dir), moment.date())
+                event = metamemory.build_event(
+                    parsed, retrieval, session=session, turn=turn, ident=ident, moment=moment
+                )
+                if isinstance(event, Refusal):
+                    return Answer.refused(event)
+                line = self.journal.commit(metamemory.change(event, session, call, untrusted))
+        except OSError as exc:
+            log.error("feedback not recorded: %s", exc)
+            return Answer(f"{exc}; nothing was recorded", "refused:unavailable")
+        text = sentences.feedback_recorded(ident, event["memory_item_ids"], event["verdict"])
+        return Answer(text, sentences.OK, str(line["id"]))
 
     def _tiers(self, call: MemoryCall) -> ToolResponse:
         """The `memory` tool's `tiers` action: the listing as a tool result, labelled with the strictest

@@ -1,0 +1,187 @@
+"""The review plan (seed 003 section 16; checklist 9) and the owner's reconcile, through memoryd's
+service and its real files."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from item_helpers import commit_events, stamp
+from test_skeptic import note
+
+from boxmaker.memoryd import itemops, plan
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.memoryd.writer import OWNER
+from boxmaker.proto.messages import MemoryAdmin
+from conftest import Clock
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file under `folder` by relative path, with its bytes' hash."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def admin(service: Memoryd, command: str, arg: str = "", **args: Any) -> Any:
+    return service.handle("memory_admin", MemoryAdmin(command=command, arg=arg, args=args))
+
+
+def sections(service: Memoryd) -> dict[str, dict[str, Any]]:
+    data = admin(service, "review").data
+    assert data["changed"] is False
+    return {s["name"]: s for s in data["sections"]}
+
+
+def test_checklist_9_review_plans_before_deletion(home: Path, service: Memoryd, clock: Clock) -> None:
+    """A store with something for every section gets a plan naming each thing and the owner command
+    for it, and memory/ is byte for byte unchanged."""
+    (home / "memory" / "soul.md").write_text("You are helpful.\nOn 2026-09-01 the owner lost the VPN key.\n")
+    admin(service, "add", file="memory", text="Always answer in UTC.")
+    note(service, "The okapi disk is sdb.", kind="state", subject="disk:okapi")
+    clock.advance(minutes=1)
+    note(service, "The okapi disk is sdc.", kind="state", subject="disk:okapi")
+    note(service, "Restart the okapi service after upgrades.")
+    note(service, "restart the okapi service, after upgrades!")
+    pending = note(service, "The old okapi mirror is slow.")
+    assert itemops.set_status(service.writer, pending, "pending-cleanup", OWNER).ok
+    withdrawn = note(service, "A failed okapi idea.")
+    admin(service, "withdraw", items=[withdrawn], reason="failed-exploration")
+    with (home / "memory" / "notes.md").open("a") as handle:
+        handle.write("§ noted 2026-09-01T10:00Z in session chat-legacy · private\nA legacy note [待清理]\n\n")
+    admin(service, "archive")
+    memory_dir = home / "memory"
+    before = snapshot(memory_dir)
+    reply = admin(service, "review")
+    assert snapshot(memory_dir) == before
+    text = reply.text
+    assert text.startswith("Review plan: nothing was changed")
+    found = {s["name"]: s for s in reply.data["sections"]}
+    assert [s["name"] for s in reply.data["sections"]] == [
+        "misleading", "index", "pending-cleanup", "duplicates", "conflicts", "boundary", "withdrawals",
+        "archive", "schema", "triggers",
+    ]  # fmt: skip
+    assert next(r.get("id") for r in found["pending-cleanup"]["rows"]) == pending
+    assert any(r.get("legacy_marker") for r in found["pending-cleanup"]["rows"])
+    assert found["duplicates"]["rows"][0]["match"] == "identical"
+    [conflict] = found["conflicts"]["rows"]
+    assert conflict["subject"] == "disk:okapi"
+    assert "bxctl memory reconcile SUBJECT --keep ID" in found["conflicts"]["do"]
+    boundary = [(r.get("file"), r["reads_like"]) for r in found["boundary"]["rows"]]
+    assert ("memory.md", "standing rule") in boundary
+    assert ("soul.md", "one-off incident") in boundary
+    assert found["withdrawals"]["rows"][0]["state"] == "in-force"
+    [archived] = found["archive"]["rows"]
+    assert withdrawn not in archived["items"]
+    assert pending in archived["items"]
+    assert found["schema"]["rows"][0]["note"].startswith("note/")
+    assert [r["topic"] for r in found["triggers"]["rows"]] == ["topics/lessons.md"]
+    assert "failed okapi idea" not in text  # withdrawn content is never shown; its id only in the controls
+    assert [line for line in text.split("\n") if withdrawn in line] == [
+        f"   - in-force: {found['withdrawals']['rows'][0]['heads'][0]} · {withdrawn}"
+    ]
+    for section in reply.data["sections"]:
+        assert section["do"]
+    assert "   Do: choose the current value: bxctl memory reconcile SUBJECT --keep ID" in text
+
+
+def test_misleading_items_come_first_ordered_by_count(service: Memoryd) -> None:
+    one = note(service, "The capybara port is 8080.")
+    two = note(service, "The capybara user is admin.")
+    feedback = []
+    for n, (ident, times) in enumerate([(one, 2), (two, 3)]):
+        for m in range(times):
+            feedback.append(
+                {
+                    "event_id": f"memfb-2026-09-24-{n}{m:02d}",
+                    "memory_item_ids": [ident],
+                    "verdict": "misleading",
+                    "recorded_by": "session",
+                }
+            )
+    folder = service.config.layout.memory
+    import json
+
+    (folder / "feedback.jsonl").write_text("".join(json.dumps(e) + "\n" for e in feedback))
+    found = sections(service)
+    assert [r["id"] for r in found["misleading"]["rows"]] == [two, one]
+    text = admin(service, "review").text
+    assert text.split("\n")[2].startswith("1. Items with repeated misleading feedback")
+    assert f"{two} · 3 misleading (0 by the owner, 3 self-rated by sessions: weak)" in text
+
+
+def test_archive_counts_only_after_the_last_autodream_line(service: Memoryd, clock: Clock) -> None:
+    note(service, "The tenrec note one.")
+    admin(service, "archive")
+    assert sections(service)["archive"]["rows"]
+    clock.advance(minutes=1)
+    entry = {"session": "job-autodream-t1", "call": "", "action": "autodream", "file": "items.jsonl",
+             "where": "items.jsonl", "before": [], "after": [], "untrusted": False}  # fmt: skip
+    from boxmaker.memoryd.journal import Change
+
+    with service.writer.lock:
+        service.journal.commit(Change(entry))
+    assert sections(service)["archive"]["rows"] == []
+    clock.advance(minutes=1)
+    later = note(service, "The tenrec note two.")
+    admin(service, "archive")
+    [row] = sections(service)["archive"]["rows"]
+    assert row["items"] == [later]
+
+
+def test_items_missing_source_are_schema_drift(service: Memoryd) -> None:
+    from boxmaker.memoryd import items
+
+    ident = service.items.next_id(service.now().date())
+    event = items.capture_event(
+        ident=ident, time=stamp(service), kind="knowledge", subject=None, scope=None, confidence=None,
+        text="An imported fact without a Source.", label=OWNER.label, source="", session="owner", call="",
+    )  # fmt: skip
+    commit_events(service, "note", [event])
+    [row] = [r for r in sections(service)["schema"]["rows"] if r.get("id")]
+    assert (row["id"], row["missing"]) == (ident, ["Source"])
+
+
+def test_reconcile_by_the_owner_only_and_journalled(service: Memoryd, clock: Clock, home: Path) -> None:
+    a = note(service, "Jump host is serval-1.", kind="state", subject="jump")
+    clock.advance(minutes=1)
+    b = note(service, "Jump host is serval-2.", kind="state", subject="jump")
+    clock.advance(minutes=1)
+    c = note(service, "Jump host is serval-3.", kind="state", subject="jump")
+    journal = b"".join(p.read_bytes() for p in sorted((home / "memory" / "edits").glob("*.jsonl")))
+    for subject, keep, code in [
+        ("jump", "mem-2026-01-01-001", "refused:not-found"),
+        ("other", a, "refused:subject"),
+    ]:
+        assert admin(service, "reconcile", subject, keep=keep).data["code"] == code
+    session = itemops.Caller("chat-x", "c1", OWNER.label)
+    assert itemops.reconcile(service.writer, "jump", a, session).code == "refused:denied"
+    assert b"".join(p.read_bytes() for p in sorted((home / "memory" / "edits").glob("*.jsonl"))) == journal
+    done = admin(service, "reconcile", "jump", keep=a)  # the owner may keep the older value
+    assert done.data["code"] == "ok"
+    assert (
+        done.text
+        == f"reconciled jump: {a} is the current value; {b}, {c} are superseded by it and stay as history"
+    )
+    found = service.items.items()
+    assert (found[a].status, found[b].superseded_by, found[c].superseded_by) == ("active", a, a)
+    line = service.journal.find(done.data["edit"])
+    assert line is not None
+    assert line["action"] == "reconcile"
+    assert len(line["events"]) == 2
+    assert admin(service, "reconcile", "jump", keep=a).data["code"] == "refused:status"
+    # status changes by the owner are journalled too
+    status = admin(service, "item-status", a, status="stale")
+    assert service.journal.find(status.data["edit"])["action"] == "status"  # type: ignore[index]
+
+
+def test_reconcile_never_keeps_an_untrusted_value_over_a_trusted_one(service: Memoryd, clock: Clock) -> None:
+    trusted = note(service, "DNS is 1.1.1.1.", kind="state", subject="dns")
+    clock.advance(minutes=1)
+    tainted = note(service, "DNS is 6.6.6.6.", "chat-web", True, kind="state", subject="dns")
+    assert admin(service, "reconcile", "dns", keep=tainted).data["code"] == "refused:tainted"
+    assert admin(service, "reconcile", "dns", keep=trusted).data["code"] == "ok"
+    assert plan.INDEX_LINES == 200
