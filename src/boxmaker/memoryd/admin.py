@@ -28,6 +28,9 @@
 | erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
 | erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
+| warm | arg: item id | undoes autodream's `cool` (`itemops.warm` as the owner) |
+| dream-show | arg: a pass's session ("" = every staged pass) | staged autodream passes (`dream`) |
+| dream-apply, dream-discard | arg: a pass's session | applies each staged action (all checks) or closes it |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -100,6 +103,7 @@ ARGS: dict[str, frozenset[str]] = {
     "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
 }
 ARGS["item-status"] = frozenset({"status"})
+# Autodream (seed 003 section 14; `dream`): warm, dream-show, dream-apply, dream-discard take an arg only.
 
 
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
@@ -355,6 +359,10 @@ def _item_row(item: Item) -> str:
     status = f"superseded → {item.superseded_by}" if item.superseded_by else item.status
     if item.erased:
         status = "erased"
+    elif item.merged_into:
+        status += f" · merged into {item.merged_into}"
+    elif item.cooled:
+        status += " · cooled"
     label = item.label.data_class.value + (" · untrusted" if item.label.untrusted else "")
     text = escape_line(item.text)
     snippet = text if len(text) <= 60 else text[:59] + "…"
@@ -390,6 +398,9 @@ def _structured(item: Item) -> str:
         ("Scope", item.scope),
         ("Status", "erased" if item.erased else item.status),
         ("superseded_by", item.superseded_by),
+        ("merged_into", item.merged_into),
+        ("cooled", "true" if item.cooled else None),
+        ("topic", item.topic),
         ("inspired_by", item.inspired_by),
     ]
     lines += [f"  - {key}: {escape_line(value)}" for key, value in fields if value is not None]
@@ -606,6 +617,34 @@ def _erasures(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply("\n".join(erase.describe(t) for t in found), found)
 
 
+# Autodream (seed 003 section 14; `dream`) -----------------------------------------------------------
+
+
+def _warm(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """``warm ID``: undo autodream's cool of a knowledge item (`itemops.warm` as the owner)."""
+    _item_id(request.arg)
+    excluded = memory.excluded()
+    return _answer(memory.write(lambda: itemops.warm(memory.writer, request.arg, OWNER, excluded)))
+
+
+def _dream_reply(result: tuple[str, Any] | Refusal) -> MemoryAdminReply:
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    return MemoryAdminReply(escape(result[0]), result[1])
+
+
+def _dream_show(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    return _dream_reply(memory.dream.show(request.arg or None))
+
+
+def _dream_apply(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    return _dream_reply(memory.dream.apply(request.arg))
+
+
+def _dream_discard(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    return _dream_reply(memory.dream.discard(request.arg))
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -633,4 +672,8 @@ COMMANDS: dict[str, Command] = {
     "erase-plan": _erase_plan,
     "erase": _erase,
     "erasures": _erasures,
+    "warm": _warm,
+    "dream-show": _dream_show,
+    "dream-apply": _dream_apply,
+    "dream-discard": _dream_discard,
 }

@@ -2,7 +2,8 @@
 (seed 003 sections 7.1-7.2, 9 and 13; DESIGN 11).
 
 A run appends every captured item not yet archived (and not erased) to the archive file of the item's
-capture day (a merged item's date is its newest member's; it is archived by its capture time), in the deterministic Markdown rendering of seed section 9's structured item form
+capture day (a merged item's date is its newest member's; it is archived by its capture time), in
+the deterministic Markdown rendering of seed section 9's structured item form
 (`render_item`)::
 
     ## mem-2026-09-24-001

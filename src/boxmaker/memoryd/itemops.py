@@ -38,8 +38,8 @@ from typing import Any
 
 from boxmaker.memoryd import sentences
 from boxmaker.memoryd.items import ITEMS_FILE, Item, is_item_id, label_of, merge_source
-from boxmaker.memoryd.projections import slugify
 from boxmaker.memoryd.journal import Append, Change, Reserved, encode_line
+from boxmaker.memoryd.projections import slugify
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.writer import Answer, Caller, Writer
 from boxmaker.proto.labels import Label
@@ -253,6 +253,7 @@ def assign(
     topic: str,
     triggers: Sequence[str],
     by: Caller,
+    *,
     excluded: Excluded = _nothing,
 ) -> Answer:
     """Give item `ident` a topic (a slug, `projections.slugify`) and triggers (event and action
@@ -273,7 +274,9 @@ def assign(
     return Answer(sentences.assigned(ident, name, list(triggers)), sentences.OK, edit)
 
 
-def merge(writer: Writer, members: Sequence[str], text: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
+def merge(
+    writer: Writer, members: Sequence[str], text: str, by: Caller, excluded: Excluded = _nothing
+) -> Answer:
     """Fold two or more knowledge items into one consolidated item (seed 003 section 14.3), or refuse.
 
     The new item is captured like a note (notes.md and a capture event, the text passing the note's

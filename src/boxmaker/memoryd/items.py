@@ -30,7 +30,8 @@ activity) and ``warm`` clears it; ``merge`` follows, in the same journal line, t
 consolidated knowledge item `id`: each member gets `merged_into` (it stays, as history), and the new item
 gets `sources` (every member's Source), a Source string enumerating them (``merge: a; b``, kept when it
 is archived) and the newest member's date; ``assign`` sets an item's `topic` and `triggers` (the
-projections use them instead of the deterministic topic). An event that does not fit the fold (an unknown id, a supersede of an item
+projections use them instead of the deterministic topic). An event that does not fit the fold (an
+unknown id, a supersede of an item
 that is not active) is skipped with a log line: the log is the record of what happened, and the writer
 never appends such an event.
 

@@ -12,7 +12,8 @@ Deterministic: the same items give the same bytes; the only dates in them are it
 Topics, without a model: the topic autodream assigned (`Item.topic`, event ``assign``) when there is
 one; else an item's `scope`, slugified, when it has one; else, for a state item, the
 part of its `subject` before the first ``:``, slugified (``host:public-ip`` → ``host``); else
-``lessons``. A topic's triggers are its items' distinct scopes, subjects and assigned triggers (when there are none, the
+``lessons``. A topic's triggers are its items' distinct scopes, subjects and assigned triggers (when
+there are none, the
 topic's name, or `FALLBACK_TRIGGER` for ``lessons``).
 
 index.md (seed 10; at most about 200 lines, each section capped with a line saying how many more):
@@ -22,7 +23,8 @@ index.md (seed 10; at most about 200 lines, each section capped with a line sayi
 kind, Source and superseded_by when known).
 
 A topic page (seed 11): frontmatter (title, ``layer: warm``, triggers, last_updated = the newest item
-date, source_dates), then ``## Summary``, ``## Facts and lessons`` (active items), ``## Historical lessons`` (cooled items,
+date, source_dates), then ``## Summary``, ``## Facts and lessons`` (active items), ``## Historical
+lessons`` (cooled items,
 seed 14.3; only when there are any), ``## History`` (superseded ones with ``→ superseded_by``, stale
 ones, and merge members with ``merged_into``) and ``## Pending cleanup``; each item line is
 ``- [date] (kind) text · id · subject: … · Status: … [· merged_into: …][· cooled] · Confidence: … ·

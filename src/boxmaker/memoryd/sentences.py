@@ -601,7 +601,8 @@ def dream_unknown(session: str) -> Refusal:
     """`bxctl memory dream apply/discard/show` naming a pass with nothing staged."""
     return Refusal(
         "refused:not-found",
-        f"refused (not-found): no staged pass {session[:80]} waits (see bxctl memory dream show); nothing was "
+        f"refused (not-found): no staged pass {session[:80]} waits (see bxctl memory dream show); "
+        "nothing was "
         "changed",
     )
 
@@ -609,5 +610,6 @@ def dream_unknown(session: str) -> Refusal:
 def dream_closed(session: str, how: str) -> Refusal:
     """A staged pass already applied or discarded."""
     return Refusal(
-        "refused:not-found", f"refused (not-found): the staged pass {session} was already {how}; nothing was changed"
+        "refused:not-found",
+        f"refused (not-found): the staged pass {session} was already {how}; nothing was changed",
     )

@@ -194,7 +194,8 @@ class Writer:
         with self.lock:
             reserved = self.journal.reserve()
             ident = self.items.next_id(reserved.moment.astimezone(dt.UTC).date())
-            label, after, said = caller.label, [], ""
+            label, said = caller.label, ""
+            after: list[dict[str, Any]] = []
             if plan is not None:
                 decided = plan(self.items.items(), ident, reserved.time, reserved.id)
                 if isinstance(decided, Refusal):
