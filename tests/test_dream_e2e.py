@@ -203,17 +203,22 @@ def test_the_pass_reads_its_inputs_as_a_labelled_tool_result_without_withdrawn_i
     first = dreamt.results["clean"][0]
     assert first.call == "memory"
     assert not first.untrusted  # the untrusted note's text is withheld: the pass stays clean
-    assert NAS_NEW in first.content and REFUTED in first.content and DUP_B in first.content
-    assert WITHDRAWN not in first.content and INJECTED not in first.content
+    assert NAS_NEW in first.content
+    assert REFUTED in first.content
+    assert DUP_B in first.content
+    assert WITHDRAWN not in first.content
+    assert INJECTED not in first.content
     assert f"Withdrawn and left out: 1 item(s) of this day ({ids['withdrawn']})." in first.content
-    assert f"{ids['injected']} [" in first.content and "text withheld" in first.content
+    assert f"{ids['injected']} [" in first.content
+    assert "text withheld" in first.content
     assert "## State subjects and their active items" in first.content
     assert "## index.md (trusted items only)" in first.content
     journal = dreamt.journal()
     [line] = [x for x in journal if x["action"] == "autodream" and not x["untrusted_shown"]]
     assert line["session"].startswith("job-dream-t")
     assert line["excluded"] == [ids["withdrawn"]]
-    assert ids["withdrawn"] not in line["ids"] and ids["lesson"] in line["ids"]
+    assert ids["withdrawn"] not in line["ids"]
+    assert ids["lesson"] in line["ids"]
 
 
 def test_the_state_value_is_superseded_and_the_refuted_lesson_waits_for_review(dreamt: Box) -> None:
@@ -230,7 +235,8 @@ def test_the_state_value_is_superseded_and_the_refuted_lesson_waits_for_review(d
     assert items[ids["refuted"]]["text"] == REFUTED  # not deleted, not rewritten
     assert items[ids["refuting"]]["status"] == "active"
     actions = [x["action"] for x in dreamt.journal()]
-    assert "supersede" in actions and "pending-cleanup" in actions
+    assert "supersede" in actions
+    assert "pending-cleanup" in actions
 
 
 def test_the_near_duplicates_merge_with_both_sources_and_the_newest_date(dreamt: Box) -> None:
@@ -245,7 +251,8 @@ def test_the_near_duplicates_merge_with_both_sources_and_the_newest_date(dreamt:
     assert (a["text"], b["text"]) == (DUP_A, DUP_B)  # the members stay, as history
     topic = (dreamt.home / "memory" / "topics" / "lessons.md").read_text()
     history = topic.split("## History", 1)[1]
-    assert ids["dup_a"] in history and f"merged_into: {merged['id']}" in history
+    assert ids["dup_a"] in history
+    assert f"merged_into: {merged['id']}" in history
     merge_line = next(x for x in dreamt.journal() if x["action"] == "merge")
     assert [e["event"] for e in merge_line["events"]] == ["capture", "merge"]
     assert MERGED in (dreamt.home / "memory" / "notes.md").read_text()
@@ -258,7 +265,8 @@ def test_cooling_moves_a_lesson_to_historical_lessons_and_the_owner_warms_it(dre
     assert ids["old_lesson"] in historical
     index = (dreamt.home / "memory" / "index.md").read_text()
     recent = index.split("## Topic Map", 1)[0]
-    assert ids["old_lesson"] not in recent and ids["dup_a"] not in recent
+    assert ids["old_lesson"] not in recent
+    assert ids["dup_a"] not in recent
     assert dreamt.items()[ids["old_lesson"]]["cooled"] is True
     done = dreamt.bxctl("memory", "warm", ids["old_lesson"])
     assert done.stdout.strip() == sentences.warmed(ids["old_lesson"])
