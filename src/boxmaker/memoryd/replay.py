@@ -7,7 +7,8 @@ capability 5, "it must be replayable"; DESIGN 8).
 - ``notes`` ([{header, text}]): the notes.md entries it appended, rendered as the writer renders them;
 - ``after``, on a line whose ``where`` is memory.md or user.md: that identity file's whole text;
 - ``controls``: the WithdrawalRecords appended to controls.jsonl;
-- ``events``: the item events appended to items.jsonl; for each ``archive`` event, the archive file's
+- ``events``: the item events appended to items.jsonl (autodream's ``cool``, ``warm``, ``merge`` and
+  ``assign`` too: the fold gives them their meaning); for each ``archive`` event, the archive file's
   append, rendered from the fold as it stood before the event with the archive's own renderer
   (`archive.render_append`);
 - ``tombstone`` and ``identity``, on an erasure's line: the tombstone appended to erasures.jsonl, and
@@ -17,7 +18,7 @@ then the projections (`projections.render`) from the final fold, with the exclus
 gives for `into` (memoryd passes its controls' exclusion; nothing excluded by default).
 
 What the journal does not hold is not rebuilt: soul.md and conventions files (the owner's), text typed
-into notes.md by hand, pending.jsonl, recalls/ and the index. An erasure scrubs the journal with the
+into notes.md by hand, pending.jsonl, dream/ (staged autodream passes), recalls/ and the index. An erasure scrubs the journal with the
 files, so a replay after one reproduces the scrubbed files.
 """
 
