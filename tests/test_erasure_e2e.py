@@ -258,7 +258,7 @@ def test_an_item_scoped_erasure_leaves_the_id_and_nothing_of_the_text(box: Box) 
     assert box.holding("OKAPI-3390-WOMBAT", "okapi") == []
     lines = [json.loads(line) for line in items.read_text(encoding="ascii").splitlines()]
     capture = next(e for e in lines if e.get("id") == item)
-    assert capture["text"] == ""
+    assert capture["text"] == f"[erased {tombstone['erasure_id']}]"  # the marker (094167e), no content
     assert lines[-1] == {
         "event": "erase",
         "time": lines[-1]["time"],

@@ -586,7 +586,12 @@ def memory_warm(state: State, item_id: str, memory_socket: Path | None) -> None:
 
 @memory.group(name="dream")
 def memory_dream() -> None:
-    """Staged autodream passes ([dream] stage = true in memoryd.toml): show, apply, discard."""
+    """Staged autodream passes ([dream] stage = true in memoryd.toml): show, apply, discard.
+
+    \b
+    Example:
+        bxctl memory dream show
+    """
 
 
 @memory_dream.command(name="show")
