@@ -18,8 +18,8 @@ then the projections (`projections.render`) from the final fold, with the exclus
 gives for `into` (memoryd passes its controls' exclusion; nothing excluded by default).
 
 What the journal does not hold is not rebuilt: soul.md and conventions files (the owner's), text typed
-into notes.md by hand, pending.jsonl, dream/ (staged autodream passes), recalls/ and the index. An erasure scrubs the journal with the
-files, so a replay after one reproduces the scrubbed files.
+into notes.md by hand, pending.jsonl, dream/ (staged autodream passes), recalls/ and the index. An
+erasure scrubs the journal with the files, so a replay after one reproduces the scrubbed files.
 """
 
 from __future__ import annotations
