@@ -98,10 +98,21 @@ BAD_FILES = [
         GOOD + 'model = "x"\n',
         "unknown key 'model' at the top level; remove it or fix its spelling",
     ),
-    ("mail.toml", 'schedule = "0 7 * * *"\n', "Object missing required field `prompt`"),
+    ("mail.toml", 'schedule = "0 7 * * *"\n', "exactly one of prompt and prompt_file is needed"),
+    (
+        "mail.toml",
+        GOOD + 'prompt_file = "dream.md"\n',
+        "exactly one of prompt and prompt_file is needed",
+    ),
+    (
+        "mail.toml",
+        'schedule = "0 7 * * *"\nprompt_file = "no-such-prompt.md"\n',
+        "prompt_file 'no-such-prompt.md': no such file",
+    ),
+    ("mail.toml", GOOD + 'maintenance = "yes"\n', "maintenance: Expected `bool`, got `str`"),
     ("mail.toml", 'prompt = "x"\n', "Object missing required field `schedule`"),
     ("mail.toml", 'schedule = 7\nprompt = "x"\n', "schedule: Expected `str`, got `int`"),
-    ("mail.toml", 'schedule = "0 7 * * *"\nprompt = ["x"]\n', "prompt: Expected `str`, got `array`"),
+    ("mail.toml", 'schedule = "0 7 * * *"\nprompt = ["x"]\n', "prompt: Expected `str | null`, got `array`"),
     ("mail.toml", 'schedule = "0 7 * * *"\nprompt = ""\n', "prompt is empty"),
     ("mail.toml", 'schedule = "0 7 * * *"\nprompt = "  \\n "\n', "prompt is empty"),
     (
@@ -153,6 +164,24 @@ def test_the_starter_tier_job_loads(jobs: Path) -> None:
     assert tier.schedule.text == "0 6 * * 1"
     for words in ("untrusted", "consolidate", "`add`", "`remove`", "`note`", "Do not fetch", "time line"):
         assert words in tier.prompt or words in starter.read_text(encoding="utf-8"), words
+
+
+def test_the_starter_dream_job_loads_as_a_maintenance_job_with_the_packaged_prompt(jobs: Path) -> None:
+    shutil.copy(packaged_starter("jobs/dream.toml.example"), jobs / "dream.toml")
+    (dream,) = load_jobs(jobs)
+    assert (dream.name, dream.schedule.text, dream.maintenance) == ("dream", "30 3 * * *", True)
+    assert dream.prompt == packaged_starter("dream.md").read_text(encoding="utf-8")
+    for words in ("dream-input", "supersede", "pending-cleanup", "merge", "cool", "assign", "never deleted"):
+        assert words in dream.prompt, words
+
+
+def test_maintenance_defaults_to_false_and_a_prompt_file_in_the_jobs_folder_wins(jobs: Path) -> None:
+    write(jobs, "mail.toml", GOOD)
+    write(jobs, "dream.md", "My own dream prompt.")
+    write(jobs, "tidy.toml", 'schedule = "0 7 * * *"\nprompt_file = "dream.md"\nmaintenance = false\n')
+    mail, dream = load_jobs(jobs)
+    assert not mail.maintenance
+    assert (dream.name, dream.prompt, dream.maintenance) == ("tidy", "My own dream prompt.", False)
 
 
 # Session ids -------------------------------------------------------------------------------------------

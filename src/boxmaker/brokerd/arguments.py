@@ -18,10 +18,11 @@ Pure: no I/O. memoryd checks the content rules of `memory` again when it applies
 
 ``note`` and ``add`` also take the protocol's optional capture fields (`CAPTURE_KEYS`: kind, subject,
 confidence, scope, corroborating_refs, inspired_by; issue 6), and the protocol's ``forget`` (items,
-sessions, text), ``index``, ``topic`` (topic), ``propose`` (target, text, refs, benefit, risk) and
-``feedback`` (retrieval, verdict, items, role, confidence, outcome, decision, evidence) are let
-through by their keys: memoryd checks every
-value and answers with the refusal sentence the model reads.
+sessions, text), ``index``, ``topic`` (topic), ``propose`` (target, text, refs, benefit, risk),
+``feedback`` (retrieval, verdict, items, role, confidence, outcome, decision, evidence) and
+autodream's maintenance actions (dream-input, supersede, mark, cool, merge, assign) are let
+through by their keys: memoryd checks every value, and who may call them, and answers with the
+refusal sentence the model reads.
 
 A tool not listed here is not checked (no runtime here runs it).
 """
@@ -86,6 +87,13 @@ _PROTOCOL_KEYS: dict[str, tuple[str, ...]] = {
     "propose": ("target", "text", "refs", "benefit", "risk"),
     # metamemory (seed 003 section 23.2): a session's feedback on one of its retrievals
     "feedback": ("retrieval", "verdict", "items", "role", "confidence", "outcome", "decision", "evidence"),
+    # autodream's maintenance actions (issue 7; memoryd refuses them outside a maintenance job's run)
+    "dream-input": ("date", "untrusted"),
+    "supersede": ("old", "new"),
+    "mark": ("id", "status"),
+    "cool": ("id",),
+    "merge": ("ids", "text"),
+    "assign": ("id", "topic", "triggers"),
 }
 
 
@@ -104,7 +112,7 @@ def check_memory(arguments: dict[str, Any]) -> str | None:
     if action not in _ACTION_KEYS:
         return (
             "the argument `action` must be one of add, replace, remove, note, consolidate, tiers, "
-            "forget, index, topic, propose, feedback"
+            + ", ".join(_PROTOCOL_KEYS)
         )
     assert isinstance(action, str)
     optional = CAPTURE_KEYS if action in ("note", "add") else ()

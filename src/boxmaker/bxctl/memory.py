@@ -683,6 +683,80 @@ def memory_feedback(
     client.emit(client.admin(path, "feedback", "", args), as_json)
 
 
+# Autodream (seed 003 section 14): `bxctl memory warm`, `bxctl memory dream show/apply/discard`.
+
+
+@memory.command(name="warm")
+@click.argument("item_id")
+@memory_socket_option
+@pass_state
+def memory_warm(state: State, item_id: str, memory_socket: Path | None) -> None:
+    """Undo autodream's cooling of knowledge item ITEM_ID: it goes back under Facts and lessons.
+
+    \b
+    Example:
+        bxctl memory warm mem-2026-11-29-001
+    """
+    client.emit(client.admin(_socket(state, memory_socket), "warm", item_id), False)
+
+
+@memory.group(name="dream")
+def memory_dream() -> None:
+    """Staged autodream passes ([dream] stage = true in memoryd.toml): show, apply, discard.
+
+    \b
+    Example:
+        bxctl memory dream show
+    """
+
+
+@memory_dream.command(name="show")
+@click.argument("session", required=False, default="")
+@memory_socket_option
+@json_option
+@pass_state
+def memory_dream_show(state: State, session: str, memory_socket: Path | None, as_json: bool) -> None:
+    """List the staged passes, or the actions SESSION (job-dream-t...) staged.
+
+    \b
+    Example:
+        bxctl memory dream show
+        bxctl memory dream show job-dream-t1790000000
+    """
+    client.emit(client.admin(_socket(state, memory_socket), "dream-show", session), as_json)
+
+
+@memory_dream.command(name="apply")
+@click.argument("session")
+@memory_socket_option
+@json_option
+@pass_state
+def memory_dream_apply(state: State, session: str, memory_socket: Path | None, as_json: bool) -> None:
+    """Apply each action SESSION staged, with every check, against memory as it is now.
+
+    Says per action what happened; a refused action changes nothing and the others still apply.
+
+    \b
+    Example:
+        bxctl memory dream apply job-dream-t1790000000
+    """
+    client.emit(client.admin(_socket(state, memory_socket), "dream-apply", session), as_json)
+
+
+@memory_dream.command(name="discard")
+@click.argument("session")
+@memory_socket_option
+@pass_state
+def memory_dream_discard(state: State, session: str, memory_socket: Path | None) -> None:
+    """Close the staged pass SESSION without applying any of it.
+
+    \b
+    Example:
+        bxctl memory dream discard job-dream-t1790000000
+    """
+    client.emit(client.admin(_socket(state, memory_socket), "dream-discard", session), False)
+
+
 # Erasure (seed 003 section 12.3): `bxctl memory erase`, `bxctl memory erasures` (module `erase`).
 from boxmaker.bxctl.erase import memory_erase, memory_erasures  # noqa: E402
 

@@ -6,8 +6,13 @@ Job files are ``{home}/jobs/<name>.toml``, written by the owner and only read he
     schedule = "0 7 * * *"    # five-field UTC crontab (see `boxmaker.loopd.cron`)
     prompt = "Check overnight mail and write a note of anything that needs the owner."
 
-Exactly these two keys; a file with a problem makes `load_jobs` raise `JobsInvalid` (loopd refuses to
-start; runbook ``jobs-invalid``). A run's session is ``job-<name>-t<unix seconds of the minute>``.
+Two optional keys (issue 7, autodream): ``maintenance = true`` (default false) marks a maintenance job,
+whose runs get the `memory` tool's maintenance actions (memoryd checks this file and the ledger for each
+call: `boxmaker.memoryd.dream`), and ``prompt_file = "dream.md"`` instead of ``prompt``: a file read at
+load, an absolute path, else one in the jobs folder, else the packaged starter of that name (exactly one
+of ``prompt`` and ``prompt_file``). No other key; a file with a problem makes `load_jobs` raise
+`JobsInvalid` (loopd refuses to start; runbook ``jobs-invalid``). A run's session is
+``job-<name>-t<unix seconds of the minute>``.
 
 The ledger ``{home}/jobs/runs.jsonl`` holds one JSON object a line::
 
@@ -36,7 +41,7 @@ from boxmaker.proto.errors import BoxmakerError, ConfigError, InvalidId
 from boxmaker.proto.fsio import append_line, complete_lines, ensure_dir
 from boxmaker.proto.ids import session_id
 from boxmaker.proto.records import format_time, parse_time
-from boxmaker.proto.settings import convert_config, load_toml
+from boxmaker.proto.settings import convert_config, load_toml, packaged_starter
 
 JOB_NAME = r"^[a-z0-9][a-z0-9-]{0,47}\Z"
 #: The longest prompt a job file may hold, in characters.
@@ -67,17 +72,21 @@ class JobsInvalid(BoxmakerError):
 
 @dataclass(frozen=True)
 class Job:
-    """One job file: its name (the file name without ``.toml``), schedule, prompt and path."""
+    """One job file: its name (the file name without ``.toml``), schedule, prompt, path, and whether it
+    is a maintenance job (autodream)."""
 
     name: str
     schedule: Schedule
     prompt: str
     path: Path
+    maintenance: bool = False
 
 
 class _JobFile(msgspec.Struct, forbid_unknown_fields=True):
     schedule: str
-    prompt: str
+    prompt: str | None = None
+    prompt_file: str | None = None
+    maintenance: bool = False
 
 
 def load_jobs(folder: Path) -> list[Job]:
@@ -109,10 +118,11 @@ def _load_job(path: Path) -> Job:
         data = _load_toml(path)
     except ConfigError as exc:
         raise JobsInvalid(path, exc.why) from None
-    if not data.prompt.strip():
+    prompt = _prompt(path, data)
+    if not prompt.strip():
         raise JobsInvalid(path, "prompt is empty")
-    if len(data.prompt) > PROMPT_MAX:
-        raise JobsInvalid(path, f"prompt has {len(data.prompt):,} characters; at most {PROMPT_MAX:,}")
+    if len(prompt) > PROMPT_MAX:
+        raise JobsInvalid(path, f"prompt has {len(prompt):,} characters; at most {PROMPT_MAX:,}")
     try:
         schedule = parse(data.schedule)
     except CronError as exc:
@@ -120,7 +130,26 @@ def _load_job(path: Path) -> Job:
         raise JobsInvalid(path, f"schedule {data.schedule!r}: {problem}") from None
     if next_run(schedule, dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) is None:
         raise JobsInvalid(path, f"schedule {data.schedule!r} never runs (no such day, e.g. 31 February)")
-    return Job(name=name, schedule=schedule, prompt=data.prompt, path=path)
+    return Job(name=name, schedule=schedule, prompt=prompt, path=path, maintenance=data.maintenance)
+
+
+def _prompt(path: Path, data: _JobFile) -> str:
+    """The job's prompt: `prompt`, or the text of `prompt_file` (see the module docstring)."""
+    if (data.prompt is None) == (data.prompt_file is None):
+        raise JobsInvalid(path, "exactly one of prompt and prompt_file is needed")
+    if data.prompt is not None:
+        return data.prompt
+    wanted = Path(str(data.prompt_file)).expanduser()
+    candidates = [wanted] if wanted.is_absolute() else [path.parent / wanted]
+    if not wanted.is_absolute() and len(wanted.parts) == 1:
+        candidates.append(packaged_starter(wanted.name))
+    for candidate in candidates:
+        if candidate.is_file():
+            try:
+                return candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise JobsInvalid(path, f"prompt_file {candidate}: {exc}") from None
+    raise JobsInvalid(path, f"prompt_file {data.prompt_file!r}: no such file in {path.parent} or the package")
 
 
 def _load_toml(path: Path) -> _JobFile:

@@ -211,11 +211,14 @@ class Loop:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._compacting: set[str] = set()
+        #: Whether a session is a run of a maintenance job (autodream): the scheduler sets it.
+        self.maintenance: Callable[[str], bool] = lambda _: False
 
     # Sessions ------------------------------------------------------------------------------------
 
-    def baseline(self) -> Baseline:
-        """A new session's baseline: system.md, a blank line, the memory block; the core tools.
+    def baseline(self, session_id: str = "") -> Baseline:
+        """A new session's baseline: system.md, a blank line, the memory block; the core tools, with
+        the maintenance actions when `maintenance` says `session_id` is a maintenance job's run.
 
         Raises:
             MemoryUnavailable: from the memory source.
@@ -223,7 +226,7 @@ class Loop:
         """
         block = self.memory.block()
         system = self.system_prompt().rstrip("\n")
-        return Baseline(f"{system}\n\n{block}", core_tools())
+        return Baseline(f"{system}\n\n{block}", core_tools(bool(session_id) and self.maintenance(session_id)))
 
     def _session(self, session_id: str, background: bool = False) -> Session:
         """The open session `session_id`, opening or creating it (the caller holds its lock)."""
@@ -238,7 +241,7 @@ class Loop:
             session = Session.open(self.sessions, session_id)
         else:
             try:
-                baseline = self.baseline()
+                baseline = self.baseline(session_id)
             except MemoryUnavailable as exc:
                 raise TurnFailed(exc.code, str(exc), exc.runbook) from None
             except (OSError, UnicodeDecodeError) as exc:
@@ -376,7 +379,7 @@ class Loop:
         if self.summaries is not None and not self.summaries.wait(session.id):
             raise CompactFailed(session.id, "its tool-output summaries did not finish within 10 minutes")
         try:  # the memory block first: without it there is no new epoch, so no summary is spent
-            baseline = self.baseline()
+            baseline = self.baseline(session.id)
         except MemoryUnavailable as exc:
             raise CompactFailed(session.id, f"no memory block for the new epoch ({exc.why})") from None
         except (OSError, UnicodeDecodeError) as exc:

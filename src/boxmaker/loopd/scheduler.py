@@ -91,6 +91,7 @@ class Scheduler:
         self._last_tick: dt.datetime | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        loop.maintenance = self.is_maintenance
 
     # Life ------------------------------------------------------------------------------------------
 
@@ -210,6 +211,16 @@ class Scheduler:
             log.exception("heartbeat failed")
         finally:
             self._beating.clear()
+
+    def is_maintenance(self, session_id: str) -> bool:
+        """True when `session_id` is ``job-<name>-t<unix seconds>`` of a loaded job whose file says
+        ``maintenance = true`` (its runs get the memory tool's maintenance actions; memoryd checks
+        each call again against the job file and the ledger)."""
+        for job in self.jobs:
+            prefix = f"job-{job.name}-t"
+            if job.maintenance and session_id.startswith(prefix) and session_id[len(prefix) :].isdigit():
+                return True
+        return False
 
     # What bxctl jobs shows ---------------------------------------------------------------------------
 

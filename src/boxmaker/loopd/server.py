@@ -22,7 +22,7 @@ from boxmaker.loopd.jobs import JobsInvalid
 from boxmaker.loopd.loop import Loop, LoopSettings, TurnFailed, utc_now
 from boxmaker.loopd.memory import MemorydSource
 from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
-from boxmaker.loopd.scheduler import Scheduler
+from boxmaker.loopd.scheduler import HEARTBEAT_SESSION, Scheduler
 from boxmaker.loopd.slots import PrioritySlots
 from boxmaker.loopd.summaries import Summaries
 from boxmaker.proto.daemon import serve_until_signal
@@ -44,6 +44,19 @@ from boxmaker.proto.wire import FrameServer, check_socket_path
 log = logging.getLogger("boxmaker.loopd")
 
 OWNER_KINDS = frozenset({"chat", "status", "loop_admin"})
+
+#: The fixed error of a chat that names a scheduled session's id (issue 7: a live session cannot claim a
+#: maintenance job's run, nor the heartbeat).
+SESSION_RESERVED = (
+    "{} is a scheduled session's id (job-… runs and heartbeat belong to the scheduler); a chat cannot "
+    "take it: use another id or none"
+)
+
+
+def reserved_session(session: str) -> bool:
+    """True for the ids only the scheduler uses: ``heartbeat`` and ``job-…``."""
+    return session == HEARTBEAT_SESSION or session.startswith("job-")
+
 
 #: Seconds between asks of a model server that has not answered yet.
 RETRY_S = 5.0
@@ -240,6 +253,8 @@ class Server:
             return self.admin(body)
         if not isinstance(body, Chat):
             return Error(code="unknown-kind", message=f"loopd does not answer {kind}", runbook="")
+        if body.session is not None and reserved_session(body.session):
+            return Error(code="session-reserved", message=SESSION_RESERVED.format(body.session), runbook="")
         try:
             self.server_info()
             result = self.loop.turn(body.session, body.text)

@@ -31,6 +31,21 @@ MEMORY_ACTIONS = (
     "propose",
     "feedback",
 )
+#: Autodream's maintenance actions (seed 003 section 14), listed only in a maintenance job's runs
+#: (`core_tools(maintenance=True)`), with their argument properties; memoryd checks every call itself.
+MAINTENANCE_ACTIONS = ("dream-input", "supersede", "mark", "cool", "merge", "assign")
+_MAINTENANCE_PROPERTIES: dict[str, Any] = {
+    "date": {"type": "string", "description": "dream-input: YYYY-MM-DD"},
+    "new": {"type": "string"},
+    "id": {"type": "string"},
+    "ids": {"type": "array", "items": {"type": "string"}},
+    "status": {"type": "string", "enum": ["pending-cleanup"]},
+    "triggers": {"type": "array", "items": {"type": "string"}},
+}
+_MAINTENANCE_SAID = (
+    " Maintenance: dream-input (the day's archive), supersede {old,new} (state), mark {id,status}, "
+    "cool {id}, merge {ids,text}, assign {id,topic,triggers} (knowledge: never delete)."
+)
 
 _TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}\Z")
 
@@ -88,8 +103,23 @@ def memory_properties() -> dict[str, Any]:
     }
 
 
-def core_tools() -> list[dict[str, Any]]:
-    """The core tools' schemas in OpenAI `tools` form, in a fixed order (a new list each call)."""
+def core_tools(maintenance: bool = False) -> list[dict[str, Any]]:
+    """The core tools' schemas in OpenAI `tools` form, in a fixed order (a new list each call).
+
+    With `maintenance` (a run of a maintenance job only: loopd decides by the job file, never by what
+    a session asks), the `memory` tool's enum, description and properties add the maintenance actions.
+    """
+    tools = _core_tools()
+    if maintenance:
+        memory = tools[2]["function"]
+        memory["description"] += _MAINTENANCE_SAID
+        params = memory["parameters"]["properties"]
+        params["action"]["enum"] = [*MEMORY_ACTIONS, *MAINTENANCE_ACTIONS]
+        params.update(_MAINTENANCE_PROPERTIES)
+    return tools
+
+
+def _core_tools() -> list[dict[str, Any]]:
     return [
         _function("clock", "Current UTC date and time.", {}, []),
         _function(

@@ -34,6 +34,9 @@
 | review | | the cleanup plan (`plan`); changes nothing (seed 003 section 16) |
 | feedback | args: retrieval, verdict, items, role, confidence, outcome, decision, evidence | owner event |
 | feedback-of | arg: item id | the item's feedback events |
+| warm | arg: item id | undoes autodream's `cool` (`itemops.warm` as the owner) |
+| dream-show | arg: a pass's session ("" = every staged pass) | staged autodream passes (`dream`) |
+| dream-apply, dream-discard | arg: a pass's session | applies each staged action (all checks) or closes it |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -125,6 +128,7 @@ ARGS["reconcile"] = frozenset({"keep"})
 ARGS["feedback"] = frozenset(
     {"retrieval", "verdict", "items", "role", "confidence", "outcome", "decision", "evidence"}
 )
+# Autodream (seed 003 section 14; `dream`): warm, dream-show, dream-apply, dream-discard take an arg only.
 
 
 def handle(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
@@ -405,6 +409,10 @@ def _status_word(item: Item, withdrawn: dict[str, list[str]], hidden: frozenset[
         return "erased"
     pointer = projections.successor(item, hidden)
     status = f"superseded → {pointer}" if pointer else item.status
+    if item.merged_into:
+        status += f" · merged into {item.merged_into}"
+    elif item.cooled:
+        status += " · cooled"
     if item.id in withdrawn:
         mark = f"withdrawn ({', '.join(withdrawn[item.id])})"
         return mark if item.status == "active" else f"{mark} · {status}"
@@ -460,6 +468,9 @@ def _structured(item: Item, withdrawn: dict[str, list[str]], hidden: frozenset[s
         ("Status", "erased" if item.erased else item.status),
         ("withdrawn", ", ".join(withdrawn[item.id]) if item.id in withdrawn else None),
         ("superseded_by", after),
+        ("merged_into", item.merged_into),
+        ("cooled", "true" if item.cooled else None),
+        ("topic", item.topic),
         ("inspired_by", item.inspired_by),
         ("imported", item.imported),
     ]
@@ -766,6 +777,34 @@ def _feedback_of(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply("\n".join(metamemory.describe(e) for e in found), found)
 
 
+# Autodream (seed 003 section 14; `dream`) -----------------------------------------------------------
+
+
+def _warm(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    """``warm ID``: undo autodream's cool of a knowledge item (`itemops.warm` as the owner)."""
+    _item_id(request.arg)
+    excluded = memory.excluded()
+    return _answer(memory.write(lambda: itemops.warm(memory.writer, request.arg, OWNER, excluded)))
+
+
+def _dream_reply(result: tuple[str, Any] | Refusal) -> MemoryAdminReply:
+    if isinstance(result, Refusal):
+        return MemoryAdminReply(result.sentence, {"code": result.code})
+    return MemoryAdminReply(escape(result[0]), result[1])
+
+
+def _dream_show(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    return _dream_reply(memory.dream.show(request.arg or None))
+
+
+def _dream_apply(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    return _dream_reply(memory.dream.apply(request.arg))
+
+
+def _dream_discard(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
+    return _dream_reply(memory.dream.discard(request.arg))
+
+
 COMMANDS: dict[str, Command] = {
     "status": _status,
     "log": _log,
@@ -800,4 +839,8 @@ COMMANDS: dict[str, Command] = {
     "review": _review,
     "feedback": _feedback,
     "feedback-of": _feedback_of,
+    "warm": _warm,
+    "dream-show": _dream_show,
+    "dream-apply": _dream_apply,
+    "dream-discard": _dream_discard,
 }

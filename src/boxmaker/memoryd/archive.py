@@ -2,7 +2,8 @@
 (seed 003 sections 7.1-7.2, 9 and 13; DESIGN 11).
 
 A run appends every captured item not yet archived (and not erased) to the archive file of the item's
-capture date, in the deterministic Markdown rendering of seed section 9's structured item form
+capture day (a merged item's date is its newest member's; it is archived by its capture time), in
+the deterministic Markdown rendering of seed section 9's structured item form
 (`render_item`)::
 
     ## mem-2026-09-24-001
@@ -87,7 +88,8 @@ def render_item(item: Item) -> str:
     if item.scope is not None:
         lines.append(f"  - Scope: {md_text(item.scope)}")
     lines.append("  - Status: active")
-    lines.append(f"  - Source: {md_text(item.captured_from)}")
+    # a merged item's Source enumerates its members' (seed 003 section 14.3)
+    lines.append(f"  - Source: {md_text(item.source if item.sources else item.captured_from)}")
     lines.append(f"  - label: {label_text(item.label)}")
     if item.confidence is not None:
         lines.append(f"  - Confidence-Scheme: {md_text(item.confidence_scheme or '')}")
@@ -115,7 +117,7 @@ def unarchived(items: Iterable[Item]) -> dict[str, list[Item]]:
     found: dict[str, list[Item]] = {}
     for item in items:
         if item.archive_ref is None and not item.erased:
-            found.setdefault(archive_file(item.date), []).append(item)
+            found.setdefault(archive_file(item.time[:10]), []).append(item)
     return dict(sorted(found.items()))
 
 

@@ -15,6 +15,10 @@
     [archive]
     enabled = true                # memoryd's own daily archive timer (seed 003 section 13)
 
+    [dream]
+    stage = false                 # true: autodream's maintenance actions wait in memory/dream/ for the
+                                  # owner (bxctl memory dream show/apply/discard) instead of applying
+
     [sockets]                     # defaults: run/loop-memory/memory.sock, run/broker-memory/memory.sock,
     loop = "..."                  #           run/owner-memory/admin.sock under the home
     broker = "..."
@@ -55,6 +59,10 @@ class _Archive(msgspec.Struct, forbid_unknown_fields=True):
     enabled: bool = True
 
 
+class _Dream(msgspec.Struct, forbid_unknown_fields=True):
+    stage: bool = False
+
+
 class _Sockets(msgspec.Struct, forbid_unknown_fields=True):
     loop: str | None = None
     broker: str | None = None
@@ -67,6 +75,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     index: _Index = msgspec.field(default_factory=_Index)
     sockets: _Sockets = msgspec.field(default_factory=_Sockets)
     archive: _Archive = msgspec.field(default_factory=_Archive)
+    dream: _Dream = msgspec.field(default_factory=_Dream)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +90,7 @@ class Config:
     broker_socket: Path
     admin_socket: Path
     archive: bool = True
+    dream_stage: bool = False
 
     @property
     def layout(self) -> Layout:
@@ -123,4 +133,5 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         broker_socket=resolve(raw.sockets.broker) or layout.memory_broker_socket,
         admin_socket=resolve(raw.sockets.admin) or layout.memory_admin_socket,
         archive=raw.archive.enabled,
+        dream_stage=raw.dream.stage,
     )

@@ -20,17 +20,29 @@ supersede: ``refused:arguments``); never on a superseded item (history: ``refuse
 status it has. ``stale`` and ``active`` come from the owner only (``refused:denied``): automation never
 sets ``stale`` (seed 9) and at most marks ``pending-cleanup``, which review clears (seed 16). Journal
 action ``status``, or ``pending-cleanup`` when that is the new status.
+
+Autodream's changes (seed 003 sections 14.1-14.3; the `dream` module calls them for a maintenance run,
+the owner's ``bxctl memory warm`` calls `warm`): `cool` (a knowledge item demoted, journal action
+``cool``), `warm` (undone, ``warm``), `merge` (one consolidated knowledge item captured like a note,
+whose Source enumerates every member's, dated by the newest member, the members getting
+``merged_into``; ``merge``) and `assign` (topic and triggers; ``assign``). Nothing is deleted and no
+knowledge text is overwritten. Every change here and in `supersede`/`set_status` takes `excluded` (the
+withdrawal predicate): a withdrawn item is ``refused:withdrawn``; and a caller that has read untrusted
+content never changes a trusted item (``refused:tainted``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from boxmaker.memoryd import sentences
-from boxmaker.memoryd.items import ITEMS_FILE, Item, active_by_subject, is_item_id
+from boxmaker.memoryd.items import ITEMS_FILE, Item, active_by_subject, is_item_id, label_of, merge_source
 from boxmaker.memoryd.journal import Append, Change, Reserved, encode_line
+from boxmaker.memoryd.projections import slugify
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.writer import Answer, Caller, Writer
+from boxmaker.proto.labels import Label
 
 #: The statuses a status change sets.
 SETTABLE = ("active", "stale", "pending-cleanup")
@@ -38,7 +50,15 @@ SETTABLE = ("active", "stale", "pending-cleanup")
 OWNER_ONLY = ("active", "stale")
 
 
-def supersede(writer: Writer, old: str, new: str, by: Caller) -> Answer:
+Excluded = Callable[[Item], bool]
+
+
+def _nothing(item: Item) -> bool:
+    del item
+    return False
+
+
+def supersede(writer: Writer, old: str, new: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
     """Record that item `new` supersedes item `old` (module docstring), or refuse.
 
     Returns:
@@ -52,7 +72,7 @@ def supersede(writer: Writer, old: str, new: str, by: Caller) -> Answer:
             return Answer.refused(sentences.item_id_invalid(value))
     with writer.lock:
         items = writer.items.items()
-        decided = _decide_supersede(items, old, new, by)
+        decided = _visible(items, (old, new), excluded) or _decide_supersede(items, old, new, by)
         if isinstance(decided, Refusal):
             return Answer.refused(decided)
         prior, current = decided
@@ -96,7 +116,7 @@ def _decide_supersede(items: dict[str, Item], old: str, new: str, by: Caller) ->
     return prior, current
 
 
-def set_status(writer: Writer, ident: str, status: str, by: Caller) -> Answer:
+def set_status(writer: Writer, ident: str, status: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
     """Set item `ident`'s status (module docstring), or refuse.
 
     Returns:
@@ -115,6 +135,9 @@ def set_status(writer: Writer, ident: str, status: str, by: Caller) -> Answer:
         item = writer.items.get(ident)
         if item is None or item.erased:
             return Answer.refused(sentences.item_not_found(ident))
+        refused = _touchable(item, by, excluded)
+        if refused is not None:
+            return Answer.refused(refused)
         if item.status == "superseded":
             return Answer.refused(sentences.status_of_history(ident))
         if item.status == status:
@@ -203,3 +226,161 @@ def reconcile(writer: Writer, subject: str, keep: str, by: Caller) -> Answer:
         line = writer.journal.commit(change)
     ids = [item.id for item in others]
     return Answer(sentences.reconciled(subject, keep, ids), sentences.OK, str(line["id"]))
+
+
+def _visible(items: dict[str, Item], idents: Sequence[str], excluded: Excluded) -> Refusal | None:
+    """``refused:withdrawn`` for the first of `idents` that is withdrawn (unknown ids pass here)."""
+    for ident in idents:
+        found = items.get(ident)
+        if found is not None and not found.erased and excluded(found):
+            return sentences.item_withdrawn(ident)
+    return None
+
+
+def _touchable(item: Item, by: Caller, excluded: Excluded) -> Refusal | None:
+    """Why `by` may not change `item`: withdrawn, or trusted while `by` has read untrusted content."""
+    if excluded(item):
+        return sentences.item_withdrawn(item.id)
+    if item.trusted and by.label.untrusted:
+        return sentences.item_tainted(item.id)
+    return None
+
+
+def _known(items: dict[str, Item], ident: str, by: Caller, excluded: Excluded) -> Item | Refusal:
+    if not is_item_id(ident):
+        return sentences.item_id_invalid(ident)
+    item = items.get(ident)
+    if item is None or item.erased:
+        return sentences.item_not_found(ident)
+    return _touchable(item, by, excluded) or item
+
+
+def _one_event(writer: Writer, by: Caller, action: str, event: dict[str, Any]) -> str:
+    """Commit one item event (the caller holds the lock); returns the edit id."""
+    reserved = writer.journal.reserve()
+    event = {"event": action, "time": reserved.time, **event, "by": by.session, "edit": reserved.id}
+    line = writer.journal.commit(_change(by, action, event, reserved))
+    return str(line["id"])
+
+
+def cool(writer: Writer, ident: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
+    """Demote knowledge item `ident` (seed 003 section 14.3's cooling; event and action ``cool``):
+    its topic shows it under "Historical lessons" and index.md's recent activity leaves it out.
+    Refused: not knowledge (``refused:kind``), already cooled or merged (``refused:status``),
+    withdrawn, tainted over trusted.
+
+    Raises:
+        OSError: when the item log cannot be read or the commit cannot be written.
+    """
+    with writer.lock:
+        item = _known(writer.items.items(), ident, by, excluded)
+        if isinstance(item, Refusal):
+            return Answer.refused(item)
+        if item.kind != "knowledge":
+            return Answer.refused(sentences.knowledge_only(ident, item.kind, "cool"))
+        if item.merged_into is not None:
+            return Answer.refused(sentences.merged_already(ident, item.merged_into))
+        if item.cooled:
+            return Answer.refused(sentences.cooled_already(ident, True))
+        edit = _one_event(writer, by, "cool", {"id": ident})
+    return Answer(sentences.cooled(ident), sentences.OK, edit)
+
+
+def warm(writer: Writer, ident: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
+    """Undo `cool` (the owner's ``bxctl memory warm``; event and action ``warm``); refused when the
+    item is not cooled (``refused:status``).
+
+    Raises:
+        OSError: when the item log cannot be read or the commit cannot be written.
+    """
+    with writer.lock:
+        item = _known(writer.items.items(), ident, by, excluded)
+        if isinstance(item, Refusal):
+            return Answer.refused(item)
+        if not item.cooled:
+            return Answer.refused(sentences.cooled_already(ident, False))
+        edit = _one_event(writer, by, "warm", {"id": ident})
+    return Answer(sentences.warmed(ident), sentences.OK, edit)
+
+
+def assign(
+    writer: Writer,
+    ident: str,
+    topic: str,
+    triggers: Sequence[str],
+    by: Caller,
+    *,
+    excluded: Excluded = _nothing,
+) -> Answer:
+    """Give item `ident` a topic (a slug, `projections.slugify`) and triggers (event and action
+    ``assign``): the projections put it on ``topics/<topic>.md`` and add its triggers to the topic's.
+    Refused: a topic with no letters or digits (``refused:arguments``), withdrawn, tainted over trusted.
+
+    Raises:
+        OSError: when the item log cannot be read or the commit cannot be written.
+    """
+    name = slugify(topic)
+    if not name:
+        return Answer.refused(sentences.topic_invalid(topic))
+    with writer.lock:
+        item = _known(writer.items.items(), ident, by, excluded)
+        if isinstance(item, Refusal):
+            return Answer.refused(item)
+        edit = _one_event(writer, by, "assign", {"id": ident, "topic": name, "triggers": list(triggers)})
+    return Answer(sentences.assigned(ident, name, list(triggers)), sentences.OK, edit)
+
+
+def merge(
+    writer: Writer, members: Sequence[str], text: str, by: Caller, excluded: Excluded = _nothing
+) -> Answer:
+    """Fold two or more knowledge items into one consolidated item (seed 003 section 14.3), or refuse.
+
+    The new item is captured like a note (notes.md and a capture event, the text passing the note's
+    write check), kind knowledge, labelled with the strictest of the members' labels and the caller's;
+    a ``merge`` event in the same commit (journal action ``merge``) gives it `sources` (every member's
+    Source, in the order named), the Source ``merge: a; b`` and the newest member's date, and each
+    member ``merged_into``. The members are not changed otherwise: they stay, as history, and the
+    archive holds them. Refused: fewer than two or repeated ids (``refused:arguments``), a member
+    that is unknown, state (``refused:kind``), superseded, stale or already merged
+    (``refused:status``), withdrawn, or trusted while the caller is tainted.
+
+    Raises:
+        OSError: when the item log cannot be read or the commit cannot be written.
+    """
+    wanted = list(members)
+    if len(wanted) < 2 or len(set(wanted)) != len(wanted) or len(wanted) > 20:
+        return Answer.refused(sentences.MERGE_MEMBERS)
+    for ident in wanted:
+        if not is_item_id(ident):
+            return Answer.refused(sentences.item_id_invalid(ident))
+
+    def plan(
+        items: dict[str, Item], new: str, time: str, edit: str
+    ) -> tuple[Label, list[dict[str, Any]], str] | Refusal:
+        found: list[Item] = []
+        for ident in wanted:
+            item = _known(items, ident, by, excluded)
+            if isinstance(item, Refusal):
+                return item
+            if item.kind != "knowledge":
+                return sentences.knowledge_only(ident, item.kind, "merge")
+            if item.merged_into is not None:
+                return sentences.merged_already(ident, item.merged_into)
+            if item.status in ("superseded", "stale"):
+                return sentences.merge_history(ident, item.status)
+            found.append(item)
+        sources = [item.source for item in found]
+        event = {
+            "event": "merge",
+            "time": time,
+            "id": new,
+            "members": wanted,
+            "sources": sources,
+            "date": max(item.date for item in found),
+            "by": by.session,
+            "edit": edit,
+        }
+        label = label_of(found).stricter(by.label)
+        return label, [event], sentences.merged(wanted, new) + f" (Source: {merge_source(sources)})"
+
+    return writer.note(by, text, "merge", plan=plan)

@@ -14,13 +14,24 @@ authorised erasure (seed 003 section 12.3), which replaces the erased items' tex
     {"event": "status", "time", "id", "status", "prior", "by", "edit"}
     {"event": "archive", "time", "file": "archive/2026-11-29.md", "ids": [...]}
     {"event": "erase", "time", "erasure": "memerase-…", "ids": [...]}
+    {"event": "cool", "time", "id", "by", "edit"}          (autodream: a knowledge item demoted)
+    {"event": "warm", "time", "id", "by", "edit"}          (the owner: the demotion undone)
+    {"event": "merge", "time", "id", "members": [...], "sources": [...], "date", "by", "edit"}
+    {"event": "assign", "time", "id", "topic", "triggers": [...], "by", "edit"}
 
 The fold (`fold`) replays them in order: a capture makes an `active` item; a supersede makes the old
 item `superseded` with `superseded_by` in the same step (one event, so two items of one subject are
 never both active by a supersede: seed 7.2, atomic supersede); a status event sets `stale`,
 `pending-cleanup` or `active`; an archive event gives items their `archive_ref`, the Source shown from
 then on (seed 9: prefer anchoring into the append-only layer); an erase event empties the items' text
-and marks them erased. An event that does not fit the fold (an unknown id, a supersede of an item
+and marks them erased. Autodream's maintenance events (seed 003 section 14.3; `dream`): ``cool`` sets
+`cooled` (the projections show the item under "Historical lessons", never in index.md's recent
+activity) and ``warm`` clears it; ``merge`` follows, in the same journal line, the capture of the
+consolidated knowledge item `id`: each member gets `merged_into` (it stays, as history), and the new item
+gets `sources` (every member's Source), a Source string enumerating them (``merge: a; b``, kept when it
+is archived) and the newest member's date; ``assign`` sets an item's `topic` and `triggers` (the
+projections use them instead of the deterministic topic). An event that does not fit the fold (an
+unknown id, a supersede of an item
 that is not active) is skipped with a log line: the log is the record of what happened, and the writer
 never appends such an event.
 
@@ -81,6 +92,10 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
         archive_ref: ``archive/YYYY-MM-DD.md#<id>`` once archived.
         erased: True once an authorised erasure removed it.
         imported: ``import:<bundle file name>`` for an item `bxctl memory import` brought in, else None.
+        cooled: True while demoted by autodream (``cool``; ``warm`` undoes it).
+        merged_into: the consolidated item a ``merge`` folded this one into (it stays as history).
+        sources: a merged item's members' Sources (empty for other items).
+        topic, triggers: set by ``assign`` (None and empty: the deterministic topic).
     """
 
     id: str
@@ -105,6 +120,11 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
     archive_ref: str | None = None
     erased: bool = False
     imported: str | None = None
+    cooled: bool = False
+    merged_into: str | None = None
+    sources: tuple[str, ...] = ()
+    topic: str | None = None
+    triggers: tuple[str, ...] = ()
 
     @property
     def trusted(self) -> bool:
@@ -185,13 +205,46 @@ def _apply(items: dict[str, Item], event: dict[str, Any]) -> None:
         for wanted in event["ids"]:
             item = _known(items, wanted)
             ref = f"{file}#{item.id}"
-            items[item.id] = msgspec.structs.replace(item, archive_ref=ref, source=ref)
+            shown = item.source if item.sources else ref  # a merged item's Source enumerates its members'
+            items[item.id] = msgspec.structs.replace(item, archive_ref=ref, source=shown)
     elif kind == "erase":
         for wanted in event["ids"]:
             item = _known(items, wanted)
             items[item.id] = msgspec.structs.replace(item, text="", erased=True)
+    elif kind in ("cool", "warm"):
+        item = _known(items, event["id"])
+        items[item.id] = msgspec.structs.replace(item, cooled=kind == "cool")
+    elif kind == "merge":
+        _merge(items, event)
+    elif kind == "assign":
+        item = _known(items, event["id"])
+        topic = event.get("topic")
+        triggers = tuple(str(t) for t in event.get("triggers") or ())
+        items[item.id] = msgspec.structs.replace(item, topic=_optional(topic), triggers=triggers)
     else:
         raise ValueError(f"unknown event {kind!r}")
+
+
+def merge_source(sources: Sequence[str]) -> str:
+    """The Source string of a merged item: ``merge: <each member's Source, "; " between>``."""
+    return "merge: " + "; ".join(sources)
+
+
+def _merge(items: dict[str, Item], event: dict[str, Any]) -> None:
+    merged = _known(items, event["id"])
+    members = [_known(items, m) for m in event["members"]]
+    if len(members) < 2 or merged.id in {m.id for m in members}:
+        raise ValueError("a merge needs two or more members other than the merged item")
+    for member in members:
+        if member.merged_into is not None:
+            raise ValueError(f"{member.id} was already merged into {member.merged_into}")
+    sources = tuple(str(s) for s in event["sources"])
+    for member in members:
+        items[member.id] = msgspec.structs.replace(member, merged_into=merged.id)
+    source = merge_source(sources)
+    items[merged.id] = msgspec.structs.replace(
+        merged, sources=sources, source=source, date=str(event["date"])
+    )
 
 
 def _known(items: dict[str, Item], wanted: object) -> Item:

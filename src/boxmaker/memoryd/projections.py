@@ -9,22 +9,26 @@ anything is exposed) are left out entirely: a topic whose items are all gone los
 
 Deterministic: the same items give the same bytes; the only dates in them are items' dates.
 
-Topics, without a model: an item's `scope`, slugified, when it has one; else, for a state item, the
+Topics, without a model: the topic autodream assigned (`Item.topic`, event ``assign``) when there is
+one; else an item's `scope`, slugified, when it has one; else, for a state item, the
 part of its `subject` before the first ``:``, slugified (``host:public-ip`` → ``host``); else
-``lessons``. A topic's triggers are its items' distinct scopes and subjects (when there are none, the
+``lessons``. A topic's triggers are its items' distinct scopes, subjects and assigned triggers (when
+there are none, the
 topic's name, or `FALLBACK_TRIGGER` for ``lessons``).
 
 index.md (seed 10; at most about 200 lines, each section capped with a line saying how many more):
-``# Memory Index``, ``## Recent Activity`` (the latest 10 items:
+``# Memory Index``, ``## Recent Activity`` (the latest 10 items, cooled and merged ones left out:
 ``- [date] (kind) id · <label> · short summary → topics/x.md``), ``## Topic Map``
 (``- x.md — Read when: <triggers> · <label>``) and ``## Pending Cleanup`` (pending-cleanup items with
 kind, Source and superseded_by when known).
 
 A topic page (seed 11): frontmatter (title, ``layer: warm``, triggers, last_updated = the newest item
-date, source_dates), then ``## Summary``, ``## Facts and lessons`` (active items), ``## History``
-(superseded ones with ``→ superseded_by``, or ``→ (withdrawn)`` when that item is withdrawn or
-erased, stale ones) and ``## Pending cleanup``; each item line is
-``- [date] (kind) text · id · subject: … · Status: … · Confidence: … · Source: … · <class>[ · untrusted]``.
+date, source_dates), then ``## Summary``, ``## Facts and lessons`` (active items), ``## Historical
+lessons`` (cooled items, seed 14.3; only when there are any), ``## History`` (superseded ones with
+``→ superseded_by``, or ``→ (withdrawn)`` when that item is withdrawn or erased, stale ones, and merge
+members with ``merged_into``) and ``## Pending cleanup``; each item line is
+``- [date] (kind) text · id · subject: … · Status: … [· merged_into: …][· cooled] · Confidence: … ·
+Source: … · <class>[ · untrusted]``.
 
 Every item line shows its item's label; each page's `Page.label` is the strictest label of the items
 it shows (`items.label_of`), which the agent's read path returns so reading untrusted items taints
@@ -83,6 +87,8 @@ def slugify(text: str) -> str:
 
 def topic_of(item: Item) -> str:
     """The topic an item belongs to (see the module docstring)."""
+    if item.topic:
+        return item.topic
     if item.scope:
         found = slugify(item.scope)
         if found:
@@ -146,7 +152,7 @@ def _yaml(text: str) -> str:
 
 
 def _triggers(found: Sequence[Item], name: str) -> list[str]:
-    values = {value for item in found for value in (item.scope, item.subject) if value}
+    values = {value for item in found for value in (item.scope, item.subject, *item.triggers) if value}
     if values:
         return sorted(values)
     return [FALLBACK_TRIGGER if name == FALLBACK_TOPIC else name.replace("-", " ")]
@@ -174,6 +180,10 @@ def item_line(item: Item, hidden: frozenset[str] = frozenset()) -> str:
     if item.subject is not None:
         parts.append(f"subject: {md_text(item.subject)}")
     parts.append(_status(item, hidden))
+    if item.merged_into is not None:
+        parts.append(f"merged_into: {item.merged_into}")
+    if item.cooled:
+        parts.append("cooled")
     if item.confidence is not None:
         parts.append(f"Confidence: {md_text(item.confidence)}")
     parts.append(f"Source: {md_text(item.source)}")
@@ -190,9 +200,11 @@ def _section(title: str, found: Sequence[Item], hidden: frozenset[str]) -> list[
 def _topic_page(name: str, found: Sequence[Item], hidden: frozenset[str]) -> Page:
     triggers = _triggers(found, name)
     dates = sorted({item.date for item in found})
-    active = [i for i in found if i.status == "active"]
-    history = [i for i in found if i.status in ("superseded", "stale")]
-    pending = [i for i in found if i.status == "pending-cleanup"]
+    history = [i for i in found if i.status in ("superseded", "stale") or i.merged_into is not None]
+    pending = [i for i in found if i.status == "pending-cleanup" and i.merged_into is None]
+    current = [i for i in found if i.status == "active" and i.merged_into is None]
+    active = [i for i in current if not i.cooled]
+    cooled = [i for i in current if i.cooled]
     label = label_of(found)
     lines = [
         "---",
@@ -211,10 +223,12 @@ def _topic_page(name: str, found: Sequence[Item], hidden: frozenset[str]) -> Pag
         "## Summary",
         "",
         f"Read when: {'; '.join(md_text(t) for t in triggers)}. {len(active):,} active, "
-        f"{len(history):,} in history, {len(pending):,} pending cleanup; the strictest label here is "
+        + (f"{len(cooled):,} historical lessons, " if cooled else "")
+        + f"{len(history):,} in history, {len(pending):,} pending cleanup; the strictest label here is "
         f"{label_text(label)}.",
         "",
         *_section("Facts and lessons", active, hidden),
+        *(_section("Historical lessons", cooled, hidden) if cooled else []),
         *_section("History", history, hidden),
         *_section("Pending cleanup", pending, hidden),
     ]
@@ -226,7 +240,8 @@ def _more(count: int, what: str) -> list[str]:
 
 
 def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]], hidden: frozenset[str]) -> Page:
-    recent = sorted(shown, key=lambda i: (i.time, i.id), reverse=True)[:RECENT]
+    hot = [i for i in shown if not i.cooled and i.merged_into is None]
+    recent = sorted(hot, key=lambda i: (i.time, i.id), reverse=True)[:RECENT]
     lines = [BANNER, "", "# Memory Index", "", "## Recent Activity", ""]
     for item in recent:
         status = "" if item.status == "active" else f" · {item.status}"
@@ -249,7 +264,7 @@ def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]], hidden: 
     if not names:
         lines.append("(no topics yet)")
     lines += ["", "## Pending Cleanup", ""]
-    pending = [i for i in shown if i.status == "pending-cleanup"]
+    pending = [i for i in shown if i.status == "pending-cleanup" and i.merged_into is None]
     for item in pending[:MAX_PENDING]:
         pointer = successor(item, hidden)
         after = f" · superseded_by: {pointer}" if pointer else ""

@@ -9,7 +9,8 @@ capability 5, "it must be replayable"; DESIGN 8).
   an undo of one): that file's whole text;
 - ``proposals``: the proposal and decision events appended to proposals.jsonl (`proposals`);
 - ``controls``: the WithdrawalRecords appended to controls.jsonl;
-- ``events``: the item events appended to items.jsonl; for each ``archive`` event, the archive file's
+- ``events``: the item events appended to items.jsonl (autodream's ``cool``, ``warm``, ``merge`` and
+  ``assign`` too: the fold gives them their meaning); for each ``archive`` event, the archive file's
   append, rendered from the fold as it stood before the event with the archive's own renderer
   (`archive.render_append`);
 - ``feedback``: the metamemory feedback events appended to feedback.jsonl (`metamemory`);
@@ -20,8 +21,8 @@ then the projections (`projections.render`) from the final fold, with the exclus
 gives for `into` (memoryd passes its controls' exclusion; nothing excluded by default).
 
 What the journal does not hold is not rebuilt: soul.md, conventions.md as typed by hand (until an
-accepted proposal's line records its whole text), text typed
-into notes.md by hand, pending.jsonl, recalls/ and the index. An erasure scrubs the journal with the
+accepted proposal's line records its whole text), text typed into notes.md by hand, pending.jsonl,
+dream/ (staged autodream passes), recalls/ and the index. An erasure scrubs the journal with the
 files, so a replay after one reproduces the scrubbed files.
 """
 

@@ -16,7 +16,8 @@ the owner's search, the block, the indexer, tiers); `withdrawals` appends contro
 ``withdraw``/``reinstate``, a clean session's `memory` action ``forget``) and answers with receipts.
 Seed 003 (issue 6) adds here: the item store (`items.ItemStore`), the generated projections
 (index.md and topics/, rewritten after every journal commit that carried item events or controls, and
-at start), the archive timer (`archive.ArchiveTimer`, `[archive] enabled`), the agent's read path
+at start), autodream's maintenance actions and staging (`dream.Dream`), the archive timer
+(`archive.ArchiveTimer`, `[archive] enabled`), the agent's read path
 (`memory` actions `index` and `topic`), export/import (`bundle`) and replay (`replay`). Withdrawal
 reaches all of them through one predicate, `Memoryd.exclusion_for` (the controls' exclusion of a
 memory folder).
@@ -37,6 +38,7 @@ from boxmaker.memoryd import (
     arguments,
     block,
     bundle,
+    dream,
     metamemory,
     notes,
     projections,
@@ -158,6 +160,8 @@ class Memoryd:
             if config.archive
             else None
         )
+        #: Autodream's maintenance actions and staging (seed 003 section 14; `dream`).
+        self.dream = dream.Dream(self)
         #: Erasure ids handed out by `erase_plan` for an erasure about to run (seed 003 section 12.3).
         self.reserved_erasures: set[str] = set()
 
@@ -267,6 +271,11 @@ class Memoryd:
         if request.tool != "memory":
             refusal = sentences.arguments(f"memoryd runs recall and memory, not {request.tool}")
             return ToolResponse(request.call_id, refusal.sentence, refusal.code, None)
+        decided = self.dream.call(
+            call
+        )  # autodream: maintenance actions and what a maintenance run is refused
+        if decided is not None:
+            return decided
         if request.arguments.get("action") == "tiers":
             return self._tiers(call)
         if request.arguments.get("action") == "forget":

@@ -44,7 +44,7 @@ from boxmaker.memoryd.arguments import (
 )
 from boxmaker.memoryd.edits import Outcome, add, consolidate, remove, replace, vet_note
 from boxmaker.memoryd.entries import BY_NAME, CONVENTIONS, IDENTITY_FILES, FileSpec, file_content, text_length
-from boxmaker.memoryd.items import ITEMS_FILE, ItemStore, capture_event
+from boxmaker.memoryd.items import ITEMS_FILE, Item, ItemStore, capture_event
 from boxmaker.memoryd.journal import Append, Change, Journal, Rewrite, encode_line
 from boxmaker.memoryd.notes import Note as NoteEntry
 from boxmaker.memoryd.notes import header_time, render, render_header
@@ -73,6 +73,9 @@ class Caller:
 
 
 OWNER = Caller(OWNER_SESSION, "", _PRIVATE, owner=True)
+
+#: A capture's plan (`Writer.note`): (fold, new id, time, edit id) → (label, events after, sentence).
+Plan = Callable[[dict[str, Item], str, str, str], "tuple[Label, list[dict[str, Any]], str] | Refusal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +180,15 @@ class Writer:
         file: str = "notes.md",
         *,
         fields: CaptureFields | None = None,
+        plan: Plan | None = None,
     ) -> Answer:
         """Append a note labelled by the caller and capture it as an item (module docstring);
         `action` is "note", or "add" (with the identity `file` it was meant for) for an add from a
-        tainted session; `fields` are its checked capture fields (None: knowledge, nothing else)."""
+        tainted session; `fields` are its checked capture fields (None: knowledge, nothing else).
+
+        `plan` (a merge, `itemops.merge`) is asked inside the lock with the fold and the new item's
+        id and time: it refuses (nothing written), or gives the item's label, the events that follow
+        its capture in the same commit and the answer's sentence."""
         vetted = vet_note(raw)
         if isinstance(vetted, Refusal):
             return Answer.refused(vetted)
@@ -189,12 +197,19 @@ class Writer:
         with self.lock:
             reserved = self.journal.reserve()
             ident = self.items.next_id(reserved.moment.astimezone(dt.UTC).date())
+            label, said = caller.label, ""
+            after: list[dict[str, Any]] = []
+            if plan is not None:
+                decided = plan(self.items.items(), ident, reserved.time, reserved.id)
+                if isinstance(decided, Refusal):
+                    return Answer.refused(decided)
+                label, after, said = decided
             entry = NoteEntry(
                 "noted",
                 header_time(reserved.moment),
                 caller.session,
                 "",
-                caller.label,
+                label,
                 vetted.text,
                 self._next_position(),
                 (ident, fields.kind),
@@ -207,7 +222,7 @@ class Writer:
                 scope=fields.scope,
                 confidence=fields.confidence,
                 text=vetted.text,
-                label=caller.label,
+                label=label,
                 source=anchor or source.owner_source(reserved.id),
                 session=caller.session,
                 call=caller.call,
@@ -226,11 +241,11 @@ class Writer:
                         "before": [],
                         "after": [vetted.text],
                         "notes": [{"header": render_header(entry), "text": entry.text}],
-                        "events": [event],
+                        "events": [event, *after],
                     },
                     [
                         appended := self._notes_append([entry]),
-                        Append(ITEMS_FILE, encode_line(event) + b"\n"),
+                        Append(ITEMS_FILE, b"".join(encode_line(e) + b"\n" for e in [event, *after])),
                     ],
                     reserved=reserved,
                 )
@@ -238,6 +253,8 @@ class Writer:
             self._notes += 1
             self._notes_seen = _stat(self.store.notes_path)
             self.on_notes([entry], appended.data)
+        if said:
+            return Answer(said, sentences.OK, line["id"])
         if action == "add":
             return Answer(sentences.saved_as_note(ident), sentences.NOTED, line["id"])
         return Answer(sentences.noted(ident, caller.label.untrusted), sentences.NOTED, line["id"])

@@ -1,0 +1,200 @@
+"""Autodream inside memoryd, through real files (issue 7; seed 003 section 14): the maintenance-run
+check, the new item events in the fold, the maintenance actions' refusals, dream-input's skip and
+[dream] stage in the config. The whole pass through real daemons: tests/test_dream_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boxmaker.memoryd import sentences
+from boxmaker.memoryd.config import load
+from boxmaker.memoryd.dream import maintenance_job, parse
+from boxmaker.memoryd.items import fold
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto.errors import ConfigError
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
+from conftest import Clock
+
+LABEL = {"class": "private", "untrusted": False}
+RUN = "job-dream-t1790000000"
+
+
+def capture(ident: str, **fields: Any) -> dict[str, Any]:
+    event = {
+        "event": "capture",
+        "id": ident,
+        "time": f"{ident[4:14]}T10:00:00Z",
+        "kind": "knowledge",
+        "subject": None,
+        "text": f"text of {ident}",
+        "label": LABEL,
+        "source": f"sessions/chat-a/0.jsonl#{ident[-1]}",
+    }
+    event.update(fields)
+    return event
+
+
+def test_the_fold_applies_cool_warm_merge_and_assign() -> None:
+    a, b, m = "mem-2026-09-20-001", "mem-2026-09-22-001", "mem-2026-09-24-001"
+    events = [
+        capture(a),
+        capture(b),
+        {"event": "cool", "time": "t", "id": a},
+        {"event": "warm", "time": "t", "id": a},
+        {"event": "cool", "time": "t", "id": b},
+        capture(m, text="merged"),
+        {
+            "event": "merge",
+            "time": "t",
+            "id": m,
+            "members": [a, b],
+            "sources": ["sa", "sb"],
+            "date": "2026-09-22",
+        },
+        {"event": "assign", "time": "t", "id": m, "topic": "backups", "triggers": ["disk"]},
+        {"event": "merge", "time": "t", "id": m, "members": [a, b], "sources": [], "date": "x"},  # skipped
+    ]
+    items = fold(events)
+    assert (items[a].cooled, items[b].cooled) == (False, True)
+    assert (items[a].merged_into, items[b].merged_into) == (m, m)
+    assert items[m].sources == ("sa", "sb")
+    assert items[m].source == "merge: sa; sb"
+    assert items[m].date == "2026-09-22"
+    assert (items[m].topic, items[m].triggers) == ("backups", ("disk",))
+    archived = fold(
+        [*events, {"event": "archive", "time": "t", "file": "archive/2026-09-24.md", "ids": [m, a]}]
+    )
+    assert archived[m].source == "merge: sa; sb"  # a merged item's Source keeps naming its members
+    assert archived[a].source == f"archive/2026-09-24.md#{a}"
+
+
+def test_parse_refuses_bad_maintenance_arguments() -> None:
+    assert isinstance(parse({"action": "merge", "ids": ["a", "b"], "text": "x"}), object)
+    refused = parse({"action": "dream-input", "date": "2026-02-30"})
+    assert refused == sentences.DREAM_DATE
+    bad = parse({"action": "assign", "id": "x", "topic": "t", "triggers": ["a \u00b7 b"]})
+    assert getattr(bad, "code", "") == "refused:arguments"
+    extra = parse({"action": "cool", "id": "x", "text": "y"})
+    assert getattr(extra, "code", "") == "refused:arguments"
+
+
+def write_job(home: Path, name: str, maintenance: bool | None, *statuses: str) -> None:
+    jobs = home / "jobs"
+    jobs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = "" if maintenance is None else f"maintenance = {str(maintenance).lower()}\n"
+    (jobs / f"{name}.toml").write_text(f'schedule = "* * * * *"\nprompt = "x"\n{key}', encoding="utf-8")
+    with (jobs / "runs.jsonl").open("a", encoding="utf-8") as out:
+        for status in statuses:
+            line = {
+                "time": "2026-09-24T21:00:00Z",
+                "scheduled": "2026-09-24T21:00:00Z",
+                "name": name,
+                "session": f"job-{name}-t1790000000",
+                "status": status,
+                "pid": 1,
+            }
+            out.write(json.dumps(line) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("maintenance", "statuses", "expected"),
+    [
+        (True, ("started",), "dream"),
+        (True, ("started", "finished"), None),  # a run that ended has no maintenance powers left
+        (True, (), None),  # not in the ledger: not a run
+        (False, ("started",), None),
+        (None, ("started",), None),  # default false
+    ],
+)
+def test_a_maintenance_run_needs_the_job_file_and_the_ledger(
+    home: Path, maintenance: bool | None, statuses: tuple[str, ...], expected: str | None
+) -> None:
+    write_job(home, "dream", maintenance, *statuses)
+    assert maintenance_job(home / "jobs", RUN) == expected
+
+
+def test_ids_that_are_not_job_runs_are_never_maintenance(home: Path) -> None:
+    write_job(home, "dream", True, "started")
+    for session in ("chat-abc", "heartbeat", "job-dream", "job-other-t1790000000", "owner"):
+        assert maintenance_job(home / "jobs", session) is None
+
+
+@pytest.fixture
+def memoryd(home: Path, clock: Clock) -> Iterator[Memoryd]:
+    memory = Memoryd(load(None, str(home)), now=clock.now)
+    memory.open()
+    yield memory
+    memory.close()
+
+
+def ask(memory: Memoryd, session: str, untrusted: bool = False, **arguments: Any) -> ToolResponse:
+    request = ToolRequest(session=session, call_id="c1", tool="memory", arguments=arguments)
+    return memory.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted))
+
+
+def test_a_chat_session_is_refused_every_maintenance_action(memoryd: Memoryd) -> None:
+    for action in ("dream-input", "supersede", "mark", "cool", "merge", "assign"):
+        answer = ask(memoryd, "chat-live", action=action)
+        assert (answer.code, answer.output) == (
+            "refused:maintenance",
+            sentences.maintenance_only(action).sentence,
+        )
+    assert ask(memoryd, "chat-live", action="note", text="a lesson").code == "noted"
+
+
+def test_a_maintenance_run_is_refused_identity_writes_and_forget(home: Path, memoryd: Memoryd) -> None:
+    write_job(home, "dream", True, "started")
+    for arguments in (
+        {"action": "add", "file": "memory", "text": "x"},
+        {"action": "replace", "file": "user", "old": "a", "text": "b"},
+        {"action": "remove", "file": "memory", "old": "a"},
+        {"action": "consolidate", "file": "memory", "entries": []},
+        {"action": "forget", "items": ["mem-2026-09-24-001"]},
+    ):
+        answer = ask(memoryd, RUN, **arguments)
+        assert answer.code == "refused:maintenance", arguments
+    assert (home / "memory" / "memory.md").read_text() == ""
+    assert ask(memoryd, RUN, action="note", text="a new lesson").code == "noted"
+
+
+def test_dream_input_with_nothing_archived_says_so_and_journals_a_skip(home: Path, memoryd: Memoryd) -> None:
+    write_job(home, "dream", True, "started")
+    answer = ask(memoryd, RUN, action="dream-input")
+    assert answer.output == sentences.dream_nothing("there is no archive yet")
+    assert answer.label is None
+    lines = list(memoryd.journal.entries_newest_first())
+    assert lines[0]["action"] == "autodream-skip"
+    assert "events" not in lines[0]
+
+
+def test_mark_and_supersede_refuse_what_the_rules_forbid(home: Path, memoryd: Memoryd) -> None:
+    write_job(home, "dream", True, "started")
+    assert ask(memoryd, "chat-a", action="note", text="lesson one").code == "noted"
+    [one] = memoryd.items.items()
+    assert ask(memoryd, RUN, action="mark", id=one, status="stale").code == "refused:denied"
+    assert ask(memoryd, RUN, action="mark", id=one, status="active").code == "refused:arguments"
+    assert (
+        ask(memoryd, RUN, untrusted=True, action="cool", id=one).output
+        == sentences.item_tainted(one).sentence
+    )
+    assert ask(memoryd, RUN, action="merge", ids=[one, one], text="x").code == "refused:arguments"
+    assert ask(memoryd, RUN, action="cool", id=one).code == "ok"
+    assert ask(memoryd, RUN, action="cool", id=one).code == "refused:status"
+    assert memoryd.items.items()[one].cooled
+
+
+def test_the_dream_section_is_checked(tmp_path: Path) -> None:
+    config = tmp_path / "memoryd.toml"
+    config.write_text("[dream]\nstage = true\n", encoding="utf-8")
+    assert load(config).dream_stage
+    assert not load(None, str(tmp_path / "home")).dream_stage
+    config.write_text("[dream]\nstaging = true\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="staging"):
+        load(config)
