@@ -25,8 +25,8 @@
 | export | arg: absolute path; args: {"omit_withdrawn": bool} | writes a bundle there (`bundle`) |
 | import | arg: absolute path of a bundle | validates it whole, then imports it, or refuses |
 | replay | arg: absolute path of a new or empty folder | rebuilds the files there from the journal |
-| erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
-| erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
+| erase-plan | args: {"items", "sessions", "texts", "reserve", "held"} | what an erasure would change |
+| erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders, held | the tombstone |
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
@@ -96,8 +96,10 @@ ARGS: dict[str, frozenset[str]] = {
     "supersede": frozenset({"old", "new"}),
     "export": frozenset({"omit_withdrawn"}),
     # erasure (seed 003 section 12.3; `erase` module)
-    "erase-plan": frozenset({"items", "sessions", "texts", "reserve"}),
-    "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
+    "erase-plan": frozenset({"items", "sessions", "texts", "reserve", "held"}),
+    "erase": frozenset(
+        {"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders", "held"}
+    ),
 }
 ARGS["item-status"] = frozenset({"status"})
 
