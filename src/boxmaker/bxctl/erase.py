@@ -166,6 +166,7 @@ class _Erasure:
     texts: list[str] = field(default_factory=list)
     erasure_id: str = ""
     held: list[str] | None = None  # the sessions loopd or brokerd hold (None: brokerd did not say)
+    allow_unevaluated: bool = False
 
     def ask(self, role: str, body: Any, timeout: float = 600.0) -> dict[str, Any] | None:
         """Ask `role`; None (and the reason in `down`) when it does not answer."""
@@ -196,6 +197,8 @@ class _Erasure:
         }
         if self.held is not None:
             args["held"] = self.held
+        if not self.allow_unevaluated and {"loopd", "brokerd"} & set(self.down):
+            reserve = False  # --yes will refuse: hold no erasure id for it
         memory = self.ask("memoryd", MemoryAdmin(command="erase-plan", args={**args, "reserve": reserve}))
         self.texts = sorted(set(memory["texts"]) if memory else set(loop_texts))
         self.erasure_id = str(memory["erasure_id"]) if memory else ""
@@ -312,7 +315,7 @@ def memory_erase(  # noqa: PLR0917 (click passes each option as an argument)
         "brokerd": broker_socket or roles.BROKERD.socket(layout),
     }
     decided_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    run = _Erasure(items, sessions, authority, sockets)
+    run = _Erasure(items, sessions, authority, sockets, allow_unevaluated=allow_unevaluated)
     memory, loop, broker = run.plan(reserve=yes)
     if not yes:
         _print_plan(run, memory, loop, broker, as_json)
