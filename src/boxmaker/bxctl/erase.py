@@ -363,7 +363,7 @@ def _print_plan(
         f"scope: {', '.join(scope_refs)}",
     ]
     if memory and memory.get("items"):
-        lines.append(f"items erased: {', '.join(memory['items'])}")
+        lines.append(f"items it would erase: {', '.join(memory['items'])}")
     for role, rows in roles_rows.items():
         if rows is None:
             lines.append(f"{role}: unevaluated: {down.get(role, '')}")
@@ -372,7 +372,9 @@ def _print_plan(
         lines += [_holder_line({**row, "result": row["expected"]}, {}, expected=True) for row in rows]
     lines.append("exports outside the home and copies elsewhere cannot be vouched for by bxctl")
     if down:
-        lines.append(f"with --yes this refuses until {' and '.join(down)} answer (bxctl up)")
+        lines.append(
+            f"with --yes this refuses until {' and '.join(down)} answer (bxctl up; see --allow-unevaluated)"
+        )
     lines.append("run again with --yes to erase; it cannot be undone")
     click.echo("\n".join(lines))
 
