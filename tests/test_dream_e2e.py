@@ -332,7 +332,8 @@ def test_a_tainted_pass_changes_no_trusted_item_and_its_results_land_untrusted(d
     assert INJECTED in results[0].content
     assert results[1].content == sentences.item_tainted(ids["lesson"]).sentence
     assert results[2].content == sentences.item_tainted(ids["refuting"]).sentence
-    assert results[3].content == sentences.NOTED_UNTRUSTED
+    assert results[3].content.startswith("noted as mem-")
+    assert results[3].content.endswith(" (untrusted)")
     items = dreamt.items()
     assert items[ids["lesson"]]["status"] == "active"
     assert items[ids["refuting"]]["topic"] is None

@@ -270,6 +270,15 @@ def test_an_item_scoped_erasure_leaves_the_id_and_nothing_of_the_text(box: Box) 
     box.bxctl("reindex")
     assert "no matches" in box.bxctl("memory", "search", "OKAPI").output
     assert box.holding("OKAPI-3390-WOMBAT", "okapi") == []
+    # a re-run cannot search for a text it no longer knows: refused, not "completed"
+    before = box.files(skip_run=True)
+    again = box.bxctl("memory", "erase", "--item", item, "--authority", "ticket-43", "--yes", ok=False)
+    assert again.code == 1
+    assert (
+        f"item {item} was erased by {tombstone['erasure_id']} and its text is no longer known, so its "
+        "copies cannot be searched for"
+    ) in again.stderr
+    assert box.files(skip_run=True) == before
 
 
 def test_a_bad_authority_or_an_empty_scope_is_refused_and_nothing_changes(box: Box) -> None:
@@ -303,7 +312,7 @@ def test_a_live_session_is_partially_completed(box: Box) -> None:
         del body
         entered.set()
         release.wait(60)
-        return FakeReply(content="finally")
+        return FakeReply(content=f"finally: I have 'Gate code {phrase}.'")  # logged after the erase
 
     box.model.script(slow)
     live = subprocess.Popen(
@@ -335,30 +344,142 @@ def test_a_live_session_is_partially_completed(box: Box) -> None:
     assert got["model-server:slot-cache"] == ("unevaluated", "slot-busy")
     assert got["sessions/chat-teller/"] == ("completed", None)
     assert live.returncode == 0, out + err
+    assert phrase in out  # the owner saw the reply; loopd scrubbed it from the log before memoryd read it
     assert box.holding(phrase) == []
+    marker = f"[erased {done['tombstone']['erasure_id']}]"
+    assert marker in (box.home / "sessions" / "chat-live" / "0.jsonl").read_text(encoding="ascii")
+    # and after the next turn too (loopd still knows the texts, in memory only)
+    box.chat("chat-live", "again", FakeReply(content=f"still: Gate code {phrase}."))
+    assert box.holding(phrase) == []
+    assert "no matches" in box.bxctl("memory", "search", phrase).output
+    # a re-run of the erased session cannot claim completed: it names what was not completed
+    again = box.bxctl("memory", "erase", "--session", "chat-teller", "--authority", "ticket-44", ok=False)
+    assert again.code == 1
+    assert "session chat-teller was erased by memerase-" in again.stderr
+    assert "sessions/ (partially-completed, live-session-context)" in again.stderr
+    assert "model-server:slot-cache (unevaluated, slot-busy)" in again.stderr
 
 
-def test_a_role_that_is_down_is_unevaluated_and_the_others_complete(box: Box) -> None:
+def _stop(box: Box, role: str, socket: str) -> None:
+    pid = int((box.home / "run" / f"{role}.pid").read_text().strip())
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while (box.home / "run" / socket).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_roles_that_are_down_refuse_the_erasure_unless_allowed_and_a_rerun_is_true(box: Box) -> None:
     box.chat(
         "chat-down",
         "remember the bike lock",
         FakeReply(tool_calls=[("memory", {"action": "note", "text": "Bike lock is TAPIR-1188-MOOSE"})]),
         FakeReply(content="Noted."),
     )
-    pid = int((box.home / "run" / "brokerd.pid").read_text().strip())
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    while (box.home / "run" / "owner-broker" / "admin.sock").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    _stop(box, "brokerd", "owner-broker/admin.sock")
+    _stop(box, "loopd", "owner-loop/chat.sock")
     try:
-        ran, done = erase(box, "--session", "chat-down", "--authority", "ticket-45", "--yes", ok=False)
+        tombstones = box.home / "memory" / "erasures.jsonl"
+        before, known = box.files(skip_run=True), tombstones.exists() and tombstones.read_bytes()
+        ran = box.bxctl("memory", "erase", "--session", "chat-down", "--authority", "t-45", "--yes", ok=False)
+        assert ran.code == 1
+        assert "refused (role-down): loopd and brokerd do not answer" in ran.stderr
+        assert "bxctl up" in ran.stderr
+        assert box.files(skip_run=True) == before
+        assert (tombstones.exists() and tombstones.read_bytes()) == known
+
+        ran, done = erase(
+            box, "--session", "chat-down", "--authority", "t-45", "--yes", "--allow-unevaluated", ok=False
+        )
         assert ran.code == 1
         got = results(done["tombstone"])
         assert got["broker/audit/"] == ("unevaluated", "role-down")
         assert got["broker/sessions/chat-down.json"] == ("unevaluated", "role-down")
-        assert got["sessions/chat-down/"] == ("completed", None)
+        assert got["sessions/chat-down/"] == ("unevaluated", "role-down")
         assert got["memory/notes.md"] == ("completed", None)
-        assert "brokerd" in done["down"]
-        assert box.holding("TAPIR-1188-MOOSE") == []
+        assert set(done["down"]) == {"loopd", "brokerd"}
+        assert "cannot find the texts erased now" in done["not_kept"]
+        assert box.holding("TAPIR-1188-MOOSE") != []  # its session folder still holds it
     finally:
         box.bxctl("up", "--model-url", box.model.url)
+    # the session's folder still shows its texts, so a run now finds and erases them
+    _, done = erase(box, "--session", "chat-down", "--authority", "t-46", "--yes")
+    got = results(done["tombstone"])
+    assert got["sessions/chat-down/"] == ("completed", None)
+    assert got["index/memory.sqlite3"] == ("completed", None)
+    assert box.holding("TAPIR-1188-MOOSE") == []
+
+
+def test_the_plan_reads_as_expected_and_a_session_never_held_is_refused(box: Box) -> None:
+    before = box.files(skip_run=True)
+    plan = box.bxctl("memory", "erase", "--session", "chat-other", "--authority", "t-47")
+    assert "would be completed" in plan.output
+    assert not [line for line in plan.output.splitlines() if line.strip().startswith("completed")]
+    planned = json.loads(
+        box.bxctl("memory", "erase", "--session", "chat-other", "--authority", "t-47", "--json").output
+    )
+    rows = [row for group in planned["holders"].values() for row in group]
+    assert rows
+    assert all("expected" in row and "result" not in row for row in rows)
+
+    ran = box.bxctl("memory", "erase", "--session", "chat-nonexist", "--authority", "x", "--yes", ok=False)
+    assert ran.code == 1
+    assert "nothing of chat-nonexist is held; nothing was erased" in ran.stderr
+
+    bogus = str(box.home.parent / "nothing.sock")
+    ran = box.bxctl(
+        "memory",
+        "erase",
+        "--session",
+        "chat-other",
+        "--authority",
+        "t-48",
+        "--yes",
+        "--memory-socket",
+        bogus,
+        ok=False,
+    )
+    assert ran.code == 1
+    assert "memoryd does not answer" in ran.stderr
+    ran = box.bxctl(
+        "memory",
+        "erase",
+        "--session",
+        "chat-other",
+        "--authority",
+        "t-48",
+        "--yes",
+        "--loop-socket",
+        bogus,
+        "--broker-socket",
+        bogus,
+        ok=False,
+    )
+    assert ran.code == 1
+    assert "loopd and brokerd do not answer" in ran.stderr
+    assert box.files(skip_run=True) == before
+    assert "chat-nonexist" not in box.bxctl("memory", "erasures").output
+
+
+def test_exports_outside_the_home_are_unevaluated_and_inside_are_scrubbed(box: Box) -> None:
+    phrase = "Boat key is LLAMA-2207-OTTER"
+    box.chat(
+        "chat-export",
+        "note the boat key",
+        FakeReply(tool_calls=[("memory", {"action": "note", "text": phrase})]),
+        FakeReply(content="Noted."),
+    )
+    outside = Path(tempfile.mkdtemp(prefix="bx-export-", dir="/tmp")) / "bundle.json"
+    inside = box.home / "bundle.json"
+    box.bxctl("memory", "export", str(outside))
+    box.bxctl("memory", "export", str(inside))
+    assert b"LLAMA-2207-OTTER" in outside.read_bytes()
+    assert b"LLAMA-2207-OTTER" in inside.read_bytes()
+    _, done = erase(box, "--session", "chat-export", "--authority", "t-49", "--yes")
+    exports = sorted(
+        (h["result"], h["limitation_ref"])
+        for h in done["tombstone"]["holders"]
+        if h["holder_ref"].startswith("export:")
+    )
+    assert exports == [("completed", None), ("unevaluated", "outside-home")]
+    assert b"LLAMA-2207-OTTER" in outside.read_bytes()  # not touched, and not claimed
+    assert box.holding("LLAMA-2207-OTTER") == []

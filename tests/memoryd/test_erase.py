@@ -75,3 +75,75 @@ def test_an_authority_that_is_a_sentence_is_refused(service: Any) -> None:
     )
     assert refused == erase.sentences.ERASE_AUTHORITY
     assert not (service.config.layout.memory / "erasures.jsonl").exists()
+
+
+def test_a_rerun_on_an_erased_item_is_refused_naming_the_holders_not_completed(service: Any) -> None:
+    label = Label(DataClass.PRIVATE, False)
+    service.writer.note(Caller("chat-a", "c1", label), TEXT, "note")
+    item = next(iter(erase.ItemStore(service.config.layout.memory).items()))
+    live = {
+        "holder_ref": "sessions/",
+        "result": "partially-completed",
+        "limitation_ref": "live-session-context",
+    }
+    planned = erase.plan(service, {"items": [item], "reserve": True})
+    assert isinstance(planned, dict)
+    first = erase.execute(
+        service,
+        {"items": [item], "authority": "t-1", "erasure_id": planned["erasure_id"], "holders": [live]},
+    )
+    assert isinstance(first, dict)
+    files = {p: p.read_bytes() for p in service.config.layout.memory.rglob("*") if p.is_file()}
+    again = erase.plan(service, {"items": [item], "reserve": True})
+    assert isinstance(again, erase.Refusal)
+    assert again.code == "refused:erased"
+    assert again.sentence == (
+        f"refused (erased): item {item} was erased by {first['erasure_id']} and its text is no longer "
+        "known, so its copies cannot be searched for (holders of "
+        f"{first['erasure_id']} that were not completed: sessions/ (partially-completed, "
+        "live-session-context)); nothing was changed"
+    )
+    assert {p: p.read_bytes() for p in files} == files
+
+
+def test_a_session_nothing_holds_is_refused_without_a_tombstone(service: Any) -> None:
+    refused = erase.plan(service, {"sessions": ["chat-nonexist"], "held": [], "reserve": True})
+    assert isinstance(refused, erase.Refusal)
+    assert refused.sentence == "refused (not-found): nothing of chat-nonexist is held; nothing was erased"
+    # brokerd (an audit line) holding it is enough
+    assert isinstance(erase.plan(service, {"sessions": ["chat-nonexist"], "held": ["chat-nonexist"]}), dict)
+    assert not (service.config.layout.memory / "erasures.jsonl").exists()
+
+
+def test_exports_outside_the_home_are_unevaluated_and_inside_are_scrubbed(
+    service: Any, tmp_path: Any
+) -> None:
+    label = Label(DataClass.PRIVATE, False)
+    service.writer.note(Caller("chat-exp", "c1", label), TEXT, "note")
+    outside = tmp_path / "outside" / "bundle.json"
+    outside.parent.mkdir()
+    inside = service.config.home / "bundle.json"
+    assert not isinstance(service.export(outside, False), erase.Refusal)
+    assert not isinstance(service.export(inside, False), erase.Refusal)
+    assert b"HERON" in outside.read_bytes()
+    assert b"HERON" in inside.read_bytes()
+    planned = erase.plan(service, {"sessions": ["chat-exp"], "reserve": True})
+    assert isinstance(planned, dict)
+    exports = [h for h in planned["holders"] if h["holder_ref"].startswith("export:")]
+    assert sorted((h["result"], h["limitation_ref"]) for h in exports) == [
+        ("completed", None),
+        ("unevaluated", "outside-home"),
+    ]
+    tombstone = erase.execute(
+        service,
+        {"sessions": ["chat-exp"], "authority": "t-3", "erasure_id": planned["erasure_id"], "holders": []},
+    )
+    assert isinstance(tombstone, dict)
+    got = sorted(
+        (h["result"], h["limitation_ref"])
+        for h in tombstone["holders"]
+        if h["holder_ref"].startswith("export:")
+    )
+    assert got == [("completed", None), ("unevaluated", "outside-home")]
+    assert b"HERON" in outside.read_bytes()  # not touched, and not claimed
+    assert b"HERON" not in inside.read_bytes()

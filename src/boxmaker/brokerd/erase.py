@@ -4,7 +4,8 @@ The owner's ``bxctl memory erase`` asks brokerd over its admin socket (``broker_
 
 - ``erase-plan`` ``{"sessions", "texts"}``: what brokerd holds of the scope: each session's label file
   ``broker/sessions/<id>.json``, and the files under ``broker/`` (the audit log first) that quote an
-  erased text. Changes nothing.
+  erased text, and ``sessions_held`` (the sessions named that have a label file or an audit line:
+  bxctl tells memoryd, which refuses a session nothing holds). Changes nothing.
 - ``erase`` ``{"sessions", "texts", "erasure_id"}``: removes each session's label file and replaces
   every erased text in every other file under ``broker/`` by ``[erased memerase-…]`` (JSON lines
   parsed and re-encoded as ASCII JSON, as brokerd writes them; the rewrite is atomic and keeps the
@@ -18,6 +19,7 @@ content stays tainted while brokerd runs, even after its file is gone (fail clos
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +72,26 @@ def _holder_of(broker_dir: Path, path: Path) -> str:
     return AUDIT_HOLDER if rel.startswith("audit/") else f"broker/{rel}"
 
 
+def _sessions_held(broker_dir: Path, labels: dict[Path, str]) -> list[str]:
+    """The sessions named that brokerd holds anything of: a label file or an audit line."""
+    held = {s for p, s in labels.items() if p.exists()}
+    wanted = set(labels.values()) - held
+    audit = broker_dir / "audit"
+    for path in sorted(audit.glob("*.jsonl")) if wanted and audit.is_dir() else []:
+        try:
+            lines = path.read_bytes().split(b"\n")
+        except OSError:
+            continue
+        for raw in lines:
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(line, dict) and line.get("session") in wanted:
+                held.add(str(line["session"]))
+    return sorted(held)
+
+
 def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
     """``erase-plan`` or ``erase``; a malformed request answers ``refused:arguments``."""
     try:
@@ -93,7 +115,10 @@ def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
             holds[ref] = holds.get(ref, 0) + scrubber.count - before
         holders += [{"holder_ref": ref, "holds": n, "result": COMPLETED} for ref, n in holds.items()]
         lines = ["brokerd:"] + [f"  {h['holder_ref']}: {h['holds']}" for h in holders]
-        return BrokerAdminReply(text="\n".join(lines), data={"code": "ok", "holders": holders})
+        held = _sessions_held(broker_dir, labels)
+        return BrokerAdminReply(
+            text="\n".join(lines), data={"code": "ok", "holders": holders, "sessions_held": held}
+        )
     done: list[dict[str, Any]] = []
     for path, session in labels.items():
         try:

@@ -11,9 +11,21 @@ other sessions' logs and baselines, the model server's slots), brokerd (label fi
 memoryd (every file under memory/, the index) which writes the tombstone with every holder's result.
 The erased texts pass from role to role through bxctl's memory only; bxctl never prints them.
 
-A role that does not answer: its holders are ``unevaluated`` (limitation ``role-down``), the others
-still erase, and bxctl exits 1 saying which role. Without memoryd no tombstone can be written (it
-says so); the scope's item texts are then unknown, so only the sessions are erased.
+A role that holds content (memoryd, loopd, brokerd) and does not answer: the plan shows its holders
+``unevaluated`` (limitation ``role-down``) and exits 1; ``--yes`` then REFUSES to run (nothing is
+changed anywhere, exit 1, `role_down_sentence`: start them with ``bxctl up`` first), because the
+texts are not kept after an erasure, so a later run could not find what the down role still holds.
+``--allow-unevaluated`` erases anyway in the roles that answer: the receipt marks the down role's
+holders ``unevaluated`` and says a later run cannot find the texts (`NOT_KEPT`). memoryd is never
+optional: without it there is no tombstone and no item text, so ``--yes`` always refuses.
+
+Before memoryd plans, brokerd says which sessions named it holds (a label file or an audit line), and
+bxctl passes them to memoryd (``held``): a session nothing holds is refused, with no tombstone
+("nothing of chat-x is held; nothing was erased"). memoryd also refuses an item an earlier erasure
+erased (its text is no longer known, so its copies cannot be searched for), naming that erasure's
+holders that were not completed.
+
+The plan labels each holder's result as expected ("would be completed"), not as done.
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,7 +114,32 @@ def _check_ids(items: tuple[str, ...], sessions: tuple[str, ...], authority: str
         )
 
 
-def _holder_line(row: dict[str, Any], reasons: dict[str, str]) -> str:
+#: Said on the receipt when a role was down and ``--allow-unevaluated`` let the erasure run.
+NOT_KEPT = (
+    "a later bxctl memory erase cannot find the texts erased now in those holders: the texts are not "
+    "kept (not by bxctl, not by memoryd); check and delete them there by hand"
+)
+
+
+def role_down_sentence(down: Sequence[str]) -> str:
+    """The refusal when a role that holds content does not answer (nothing was changed)."""
+    names = " and ".join(down)
+    verb, holds = ("does", "it holds") if len(down) == 1 else ("do", "they hold")
+    return (
+        f"refused (role-down): {names} {verb} not answer, so what {holds} "
+        "cannot be erased, and a later run could not find the texts (they are not kept after an "
+        "erasure); nothing was changed anywhere. Start them with bxctl up first (or, to erase the rest "
+        "and leave their holders unevaluated, pass --allow-unevaluated)"
+    )
+
+
+MEMORYD_DOWN = (
+    "refused (role-down): memoryd does not answer, so no tombstone can be written and no item's text "
+    "is known; nothing was changed anywhere. Start it with bxctl up first"
+)
+
+
+def _holder_line(row: dict[str, Any], reasons: dict[str, str], expected: bool = False) -> str:
     limitation = row.get("limitation_ref")
     why = ""
     if limitation:
@@ -110,7 +148,10 @@ def _holder_line(row: dict[str, Any], reasons: dict[str, str]) -> str:
         why += f"; {escape_line(extra)})" if extra else ")"
     holds = row.get("holds", "-")
     count = "" if "holds" not in row else f"  [{'?' if holds is None else holds}]"
-    return f"  {row.get('result', '?'):<20} {row.get('holder_ref')}{count}{why}"
+    result = str(row.get("result", "?"))
+    label = f"would be {result}" if expected else result
+    width = 29 if expected else 20
+    return f"  {label:<{width}} {row.get('holder_ref')}{count}{why}"
 
 
 @dataclass
@@ -124,6 +165,8 @@ class _Erasure:
     down: dict[str, str] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
     erasure_id: str = ""
+    held: list[str] | None = None  # the sessions loopd or brokerd hold (None: brokerd did not say)
+    allow_unevaluated: bool = False
 
     def ask(self, role: str, body: Any, timeout: float = 600.0) -> dict[str, Any] | None:
         """Ask `role`; None (and the reason in `down`) when it does not answer."""
@@ -143,15 +186,31 @@ class _Erasure:
         """Every role's plan: (memoryd, loopd, brokerd); sets `texts` and `erasure_id`."""
         loop = self.loop_plan([])
         loop_texts = sorted(loop["texts"]) if loop else []
-        args = {"items": list(self.items), "sessions": list(self.sessions), "texts": loop_texts}
+        broker = self.broker_plan(loop_texts)
+        if broker is not None and loop is not None:
+            folders = [s for s in self.sessions if _holds(loop, f"sessions/{s}/")]
+            self.held = sorted({*folders, *(str(s) for s in broker.get("sessions_held") or [])})
+        args: dict[str, Any] = {
+            "items": list(self.items),
+            "sessions": list(self.sessions),
+            "texts": loop_texts,
+        }
+        if self.held is not None:
+            args["held"] = self.held
+        if not self.allow_unevaluated and {"loopd", "brokerd"} & set(self.down):
+            reserve = False  # --yes will refuse: hold no erasure id for it
         memory = self.ask("memoryd", MemoryAdmin(command="erase-plan", args={**args, "reserve": reserve}))
         self.texts = sorted(set(memory["texts"]) if memory else set(loop_texts))
         self.erasure_id = str(memory["erasure_id"]) if memory else ""
         if loop is not None and self.texts != loop_texts:
             loop = self.loop_plan(self.texts)
-        broker_args = {"sessions": list(self.sessions), "texts": self.texts}
-        broker = self.ask("brokerd", BrokerAdmin(command="erase-plan", args=broker_args))
+        if broker is not None and self.texts != loop_texts:
+            broker = self.broker_plan(self.texts)
         return memory, loop, broker
+
+    def broker_plan(self, texts: list[str]) -> dict[str, Any] | None:
+        broker_args = {"sessions": list(self.sessions), "texts": texts}
+        return self.ask("brokerd", BrokerAdmin(command="erase-plan", args=broker_args))
 
     def execute(self, decided_at: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, str]]:
         """loopd, brokerd, then memoryd erase; (the tombstone or None, every holder, reasons)."""
@@ -177,6 +236,8 @@ class _Erasure:
             "decided_at": decided_at,
             "holders": holders,
         }
+        if self.held is not None:
+            memory_args["held"] = self.held
         done = self.ask("memoryd", MemoryAdmin(command="erase", args=memory_args), timeout=3600.0)
         if done is None:
             return None, holders + _down_holders(list(MEMORYD_HOLDERS)), reasons
@@ -195,16 +256,51 @@ class _Erasure:
     help="Who authorised it: a short reference (ticket or request id, 1-80 of A-Z a-z 0-9 ._:/-).",
 )
 @click.option("--yes", is_flag=True, help="Erase (without it, only the plan is printed; nothing changes).")
+@click.option(
+    "--allow-unevaluated",
+    is_flag=True,
+    help="With --yes: erase even when loopd or brokerd does not answer (their holders stay "
+    "unevaluated, and a later run cannot find the texts).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option(
+    "--memory-socket",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="memoryd's admin socket (default: [sockets] admin in {home}/config/memoryd.toml, "
+    "else {home}/run/owner-memory/admin.sock).",
+)
+@click.option(
+    "--loop-socket",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="loopd's owner socket (default: [sockets] owner in {home}/config/loopd.toml, "
+    "else {home}/run/owner-loop/chat.sock).",
+)
+@click.option(
+    "--broker-socket",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="brokerd's admin socket (default: [sockets] admin in {home}/config/brokerd.toml, "
+    "else {home}/run/owner-broker/admin.sock).",
+)
 @pass_state
 def memory_erase(  # noqa: PLR0917 (click passes each option as an argument)
-    state: State, items: tuple[str, ...], sessions: tuple[str, ...], authority: str, yes: bool, as_json: bool
+    state: State,
+    items: tuple[str, ...],
+    sessions: tuple[str, ...],
+    authority: str,
+    yes: bool,
+    allow_unevaluated: bool,
+    as_json: bool,
+    memory_socket: Path | None,
+    loop_socket: Path | None,
+    broker_socket: Path | None,
 ) -> None:
     """Erase items or whole sessions from every holder, irreversibly, and record a tombstone.
 
     This is not `forget` (that is withdrawal): it destroys the text in memory files, session logs,
     the audit log, the index and the model server's cache. Run it without --yes first and read the
-    plan; exit 1 when a role does not answer (its holders are then unevaluated).
+    plan (it shows what each holder would be). With --yes it refuses, changing nothing, when memoryd,
+    loopd or brokerd does not answer (start them with `bxctl up`); --allow-unevaluated erases anyway
+    in the roles that answer and leaves the others' holders unevaluated.
 
     \b
     Example:
@@ -214,16 +310,21 @@ def memory_erase(  # noqa: PLR0917 (click passes each option as an argument)
     _check_ids(items, sessions, authority)
     layout = state.layout
     sockets = {
-        "memoryd": roles.MEMORYD.socket(layout),
-        "loopd": roles.LOOPD.socket(layout),
-        "brokerd": roles.BROKERD.socket(layout),
+        "memoryd": memory_socket or roles.MEMORYD.socket(layout),
+        "loopd": loop_socket or roles.LOOPD.socket(layout),
+        "brokerd": broker_socket or roles.BROKERD.socket(layout),
     }
     decided_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    run = _Erasure(items, sessions, authority, sockets)
+    run = _Erasure(items, sessions, authority, sockets, allow_unevaluated=allow_unevaluated)
     memory, loop, broker = run.plan(reserve=yes)
     if not yes:
         _print_plan(run, memory, loop, broker, as_json)
     else:
+        if "memoryd" in run.down:
+            raise click.ClickException(MEMORYD_DOWN)
+        others = [role for role in ("loopd", "brokerd") if role in run.down]
+        if others and not allow_unevaluated:
+            raise click.ClickException(role_down_sentence(others))
         tombstone, holders, reasons = run.execute(decided_at)
         _print_receipt(tombstone, holders, reasons, run.down, as_json)
     if run.down:
@@ -240,9 +341,9 @@ def _print_plan(
     authority, erasure_id, down = run.authority, run.erasure_id, run.down
     scope_refs = memory["scope_refs"] if memory else [*run.items, *run.sessions]
     roles_rows = {
-        "memoryd": memory["holders"] if memory else None,
-        "loopd": loop["holders"] if loop else None,
-        "brokerd": broker["holders"] if broker else None,
+        "memoryd": _expected(memory["holders"]) if memory else None,
+        "loopd": _expected(loop["holders"]) if loop else None,
+        "brokerd": _expected(broker["holders"]) if broker else None,
     }
     if as_json:
         plan = {
@@ -262,16 +363,30 @@ def _print_plan(
         f"scope: {', '.join(scope_refs)}",
     ]
     if memory and memory.get("items"):
-        lines.append(f"items erased: {', '.join(memory['items'])}")
+        lines.append(f"items it would erase: {', '.join(memory['items'])}")
     for role, rows in roles_rows.items():
         if rows is None:
             lines.append(f"{role}: unevaluated: {down.get(role, '')}")
             continue
-        lines.append(f"{role}: [matches or files held]")
-        lines += [_holder_line(row, {}) for row in rows]
+        lines.append(f"{role}: expected result if run with --yes [matches or files held]")
+        lines += [_holder_line({**row, "result": row["expected"]}, {}, expected=True) for row in rows]
     lines.append("exports outside the home and copies elsewhere cannot be vouched for by bxctl")
+    if down:
+        lines.append(
+            f"with --yes this refuses until {' and '.join(down)} answer (bxctl up; see --allow-unevaluated)"
+        )
     lines.append("run again with --yes to erase; it cannot be undone")
     click.echo("\n".join(lines))
+
+
+def _holds(plan: dict[str, Any], ref: str) -> bool:
+    """True when `plan` lists `ref` as holding something."""
+    return any(r.get("holder_ref") == ref and (r.get("holds") or 0) > 0 for r in plan.get("holders") or [])
+
+
+def _expected(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A plan's rows with ``result`` renamed ``expected``: nothing has been done yet."""
+    return [{("expected" if k == "result" else k): v for k, v in row.items()} for row in rows]
 
 
 def _print_receipt(
@@ -282,11 +397,13 @@ def _print_receipt(
     as_json: bool,
 ) -> None:
     if as_json:
-        click.echo(
-            json.dumps(
-                {"tombstone": tombstone, "holders": holders, "down": down}, ensure_ascii=True, indent=2
-            )
-        )
+        body = {
+            "tombstone": tombstone,
+            "holders": holders,
+            "down": down,
+            "not_kept": NOT_KEPT if down else None,
+        }
+        click.echo(json.dumps(body, ensure_ascii=True, indent=2))
         return
     if tombstone is not None:
         head = (
@@ -300,6 +417,8 @@ def _print_receipt(
     lines = [head] + [_holder_line(row, reasons) for row in rows]
     for role, why in down.items():
         lines.append(f"{role} did not answer, so its holders are unevaluated: {why}")
+    if down:
+        lines.append(NOT_KEPT)
     click.echo("\n".join(lines))
 
 

@@ -19,7 +19,14 @@ file's mode, and holds the session's append lock, so no record is lost to a conc
 
 A session whose turn is running (or that is being compacted) is live: its files are erased, but
 its context, in loopd and in its slot, still holds the text until the turn ends, so its holder is
-``partially-completed`` with that limitation, and its slot is not erased (``unevaluated``).
+``partially-completed`` with that limitation, and its slot is not erased (``unevaluated``). The
+running turn goes on logging records (a recall result, the model's reply) that may quote an erased
+text, so loopd keeps the erased texts of each live session IN MEMORY ONLY (`keep_live`,
+``Loop.erased_live``; never on disk) and scrubs that session's files again after each of its turns,
+failed ones included, before it sends ``session_updated`` (`rescrub`, from ``Loop.updated``): the
+index only ever reads scrubbed records. This lasts while the session stays open in this loopd
+process; a restart of loopd while the turn runs loses it (the receipt already says
+``partially-completed``).
 """
 
 from __future__ import annotations
@@ -29,15 +36,17 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from boxmaker.loopd.loop import Loop
 from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
 from boxmaker.loopd.session import Session, digest
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import COMPLETED, PARTIAL, UNEVALUATED, Scrubber
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.records import RecordError, read_log
+
+if TYPE_CHECKING:
+    from boxmaker.loopd.loop import Loop
 
 log = logging.getLogger("boxmaker.loopd.erase")
 
@@ -268,6 +277,7 @@ def execute(loop: Loop, request: Request, model: ModelClient, info: ServerInfo |
     for name in request.sessions:
         holders.append(_delete_session(loop, name, live))
     scrubber = Scrubber(texts, request.erasure_id)
+    keep_live(loop, [name for name in live if name not in request.sessions], request.erasure_id, texts)
     result, limitation = COMPLETED, None
     for folder in _folders(loop.sessions):
         if folder.name in request.sessions:
@@ -289,6 +299,40 @@ def execute(loop: Loop, request: Request, model: ModelClient, info: ServerInfo |
         reasons[MODEL_HOLDER] = why
     log.info("erasure %s: %d sessions deleted", request.erasure_id, len(request.sessions))
     return {"holders": holders, "reasons": reasons}
+
+
+def keep_live(loop: Loop, names: list[str], erasure_id: str, texts: set[str]) -> None:
+    """Remember, in loopd's memory only, the erased texts for each live session in `names`: its
+    running turn may still log records that quote them, so `rescrub` runs after each of its turns
+    (`Loop.updated`) for as long as the session stays open in this loopd."""
+    kept = tuple(sorted(t for t in texts if t.strip()))
+    if not kept:
+        return
+    with loop._guard:
+        for name in names:
+            loop.erased_live.setdefault(name, []).append((erasure_id, kept))
+
+
+def rescrub(session: Session, pending: list[tuple[str, tuple[str, ...]]]) -> None:
+    """Scrub `session`'s files again of the erasures in `pending` (under its append lock); when a
+    file changed, the session is read again from disk before its next turn."""
+    folder = session.folder
+    if not folder.is_dir():
+        return
+    for erasure_id, texts in pending:
+        scrubber = Scrubber(texts, erasure_id)
+        try:
+            with session.append_lock:
+                changes = _session_rewrite(folder, scrubber)
+                for path, data in changes.files.items():  # baselines first: their hashes are in the logs
+                    erasure.rewrite(path, data)
+        except OSError as exc:
+            log.error("erasure %s: cannot scrub %s again: %s", erasure_id, folder, exc)
+            continue
+        if changes.files:
+            session.reread = True
+            log.info("erasure %s: scrubbed %s again after its turn", erasure_id, folder.name)
+            _check_opens(folder)
 
 
 def _delete_session(loop: Loop, name: str, live: dict[str, Session | None]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from boxmaker.loopd import erase
 from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.compact import Summariser, describe
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
@@ -213,6 +214,10 @@ class Loop:
         self._compacting: set[str] = set()
         #: Whether a session is a run of a maintenance job (autodream): the scheduler sets it.
         self.maintenance: Callable[[str], bool] = lambda _: False
+        #: Erasures a session was live for (seed 003 section 12.3; `erase.keep_live`): per session id,
+        #: (erasure id, the erased texts). In memory only, never on disk; dropped when the session
+        #: leaves `_open` (evicted, forgotten, discarded) or loopd stops.
+        self.erased_live: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
 
     # Sessions ------------------------------------------------------------------------------------
 
@@ -264,6 +269,7 @@ class Loop:
             lock = self._locks.get(name)
             if lock is not None and not lock.locked():
                 del self._open[name]  # its lock stays: a thread may be about to take it
+                self.erased_live.pop(name, None)
 
     def _lock(self, session_id: str) -> threading.Lock:
         with self._guard:
@@ -300,10 +306,12 @@ class Loop:
             try:
                 return self._run(session, text)
             except TurnFailed:
+                self.scrub_erased(session)  # what the failed turn logged, too
                 if fresh and len(session.records) == 1:
                     self._discard(session)  # nothing but session_start: no session to keep
                 raise
             except (OSError, SessionError) as exc:  # the log could not be written: say so, keep serving
+                self.scrub_erased(session)
                 with self._guard:
                     self._open.pop(session_id, None)  # read it again from disk next time
                 raise TurnFailed(
@@ -316,6 +324,7 @@ class Loop:
         """Remove a session this turn created and never used (only its own two files)."""
         with self._guard:
             self._open.pop(session.id, None)
+            self.erased_live.pop(session.id, None)
         for name in ("0.jsonl", "0.baseline.json"):
             (session.folder / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
@@ -409,7 +418,7 @@ class Loop:
             how,
             time.monotonic() - started,
         )
-        self.memory.session_updated(session.id, session.turns)
+        self.updated(session)
 
     def _compact_later(self, session_id: str) -> None:
         """After a turn: compact in the background if it is due (the next turn waits for it)."""
@@ -504,7 +513,7 @@ class Loop:
         result.epoch = session.epoch
         result.compacted, session.compacted = session.compacted, False
         result.warning, session.warning = session.warning, ""
-        self.memory.session_updated(session.id, session.turns)
+        self.updated(session)
         if self.summaries is not None:
             self.summaries.start(session, self.summaries.wanted(session))
         if self.settings.compact_after_turn and self._due(session):
@@ -566,3 +575,21 @@ class Loop:
         """Drop a session from memory (it is opened again from disk next time)."""
         with self._lock(session_id):
             self._open.pop(session_id, None)
+            with self._guard:
+                self.erased_live.pop(session_id, None)
+
+    # Erasure (seed 003 section 12.3; `erase`) -------------------------------------------------------
+
+    def updated(self, session: Session) -> None:
+        """Tell memoryd the session has new records, after scrubbing them of the erasures it was live
+        for (`scrub_erased`), so the index only ever reads scrubbed records."""
+        self.scrub_erased(session)
+        self.memory.session_updated(session.id, session.turns)
+
+    def scrub_erased(self, session: Session) -> None:
+        """Scrub the session's files again of every erasure that ran while it was live (a turn that
+        was running then logs records, such as a recall result, that may quote an erased text)."""
+        with self._guard:
+            pending = list(self.erased_live.get(session.id, ()))
+        if pending:
+            erase.rescrub(session, pending)

@@ -124,7 +124,7 @@ class Server:
             tools=config.summarise,
             prompt=lambda: config.summarise_prompt.read_text(encoding="utf-8"),
             chars=config.summary_chars,
-            done=lambda session: memory.session_updated(session.id, session.turns),
+            done=lambda session: self.loop.updated(session),  # noqa: PLW0108 (self.loop comes next)
             now=utc_now,
         )
         self.loop = Loop(

@@ -25,8 +25,8 @@
 | export | arg: absolute path; args: {"omit_withdrawn": bool} | writes a bundle there (`bundle`) |
 | import | arg: absolute path; args: {"trusted": bool} | validates it whole, then imports it, or refuses |
 | replay | arg: absolute path of a new or empty folder | rebuilds the files there from the journal |
-| erase-plan | args: {"items", "sessions", "texts", "reserve"} | what an erasure would change (`erase`) |
-| erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders | erases; the tombstone |
+| erase-plan | args: {"items", "sessions", "texts", "reserve", "held"} | what an erasure would change |
+| erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders, held | the tombstone |
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
 | proposals | args: {"all": bool} | pending proposals (all with `all`), refs and eligibility (`proposals`) |
 | proposal-accept, proposal-reject | arg: proposal id | the owner's decision (accept: into conventions.md) |
@@ -117,8 +117,10 @@ ARGS: dict[str, frozenset[str]] = {
     "export": frozenset({"omit_withdrawn"}),
     "import": frozenset({"trusted"}),
     # erasure (seed 003 section 12.3; `erase` module)
-    "erase-plan": frozenset({"items", "sessions", "texts", "reserve"}),
-    "erase": frozenset({"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders"}),
+    "erase-plan": frozenset({"items", "sessions", "texts", "reserve", "held"}),
+    "erase": frozenset(
+        {"items", "sessions", "texts", "authority", "erasure_id", "decided_at", "holders", "held"}
+    ),
 }
 ARGS["item-status"] = frozenset({"status"})
 ARGS["proposals"] = frozenset({"all"})

@@ -16,7 +16,8 @@ without being known here), by kind:
 - ``memory.md``, ``user.md``: an entry equal to an erased text is removed; others have the texts
   replaced;
 - ``items.jsonl`` and the journal's ``events``: the capture event of an erased item keeps its id and
-  its text becomes ""; the fold marks it erased (an ``erase`` event is appended);
+  its text becomes the marker ``[erased memerase-…]``; the fold marks it erased (an ``erase`` event is
+  appended) and shows no text;
 - ``recalls/*.jsonl``: a recall made by an erased session, or one that found an erased note or a
   record of an erased session, has its query replaced (it quotes what it looked for);
 - any ``*.jsonl``: each line parsed, every string value scrubbed, re-encoded as ASCII JSON;
@@ -31,6 +32,16 @@ Then the index is rebuilt from the scrubbed files into a new file renamed over t
 and -shm removed), vacuumed when it has free pages, checkpointed and switched out of WAL and back so
 no frame of the old pages remains; leftovers (``*.damaged-*``, ``*.new``) are removed. Every file is
 byte-searched afterwards: a holder where a text is still found is ``partially-completed``.
+
+Exports the journal records (action ``export``, its ``file``): one inside the home is scrubbed and
+byte-checked; one outside it is ``unevaluated`` (``outside-home``), never claimed.
+
+What is refused, changing nothing (seed 12.3: a holder must not claim success it cannot vouch for):
+an item an earlier erasure erased, and a session an earlier erasure erased whose folder is gone and
+of which no text is known any more (``refused:erased``, `sentences.erase_already_erased`: the texts
+are not kept, so a new run could not search for copies; the sentence names that tombstone's holders
+that were not completed); and, when bxctl passes ``held`` (the sessions loopd and brokerd hold), a
+session nothing holds (``refused:not-found``, `sentences.erase_nothing_held`; no tombstone).
 
 The tombstone (``erasures.jsonl``, seed 12.3's shape) holds only opaque ids, the owner's authority
 reference (validated: it cannot be a sentence), times and each holder's result: no text, no hash of
@@ -145,6 +156,8 @@ def covered(memory: Memoryd, scope: Scope) -> Covered | Refusal:
     for wanted in scope.items:
         if wanted not in items:
             return sentences.erase_unknown_item(wanted)
+        if items[wanted].erased:  # its text is gone: a new run could not search for its copies
+            return _already_erased(memory_dir, "item", wanted)
     found = Covered()
     sessions = set(scope.sessions)
     chosen = [i for i in items.values() if i.id in scope.items or i.session in sessions]
@@ -185,6 +198,78 @@ def covered(memory: Memoryd, scope: Scope) -> Covered | Refusal:
         if note.text.strip() in found.texts:
             found.note_keys.add(note.key)
     return found
+
+
+def _already_erased(memory_dir: Path, what: str, ref: str) -> Refusal:
+    """The refusal for a scope ref an earlier erasure erased, naming that erasure's open holders."""
+    erased_by = [t for t in tombstones(memory_dir) if ref in (t.get("scope_refs") or [])]
+    if not erased_by:
+        return sentences.erase_already_erased(what, ref, "an earlier erasure", [])
+    last = erased_by[-1]
+    open_holders = [
+        f"{h.get('holder_ref')} ({h.get('result')}"
+        + (f", {h.get('limitation_ref')})" if h.get("limitation_ref") else ")")
+        for h in last.get("holders") or []
+        if isinstance(h, dict) and h.get("result") != COMPLETED
+    ]
+    return sentences.erase_already_erased(what, ref, str(last.get("erasure_id")), open_holders)
+
+
+def _holds_session(memory: Memoryd, session: str) -> bool:
+    """True when memoryd (or sessions/, which it indexes) holds anything of `session`: its folder, an
+    item, a note, a journal line, a staged write or a recall line."""
+    if (memory.config.layout.sessions / session).exists():
+        return True
+    memory_dir = memory.config.layout.memory
+    if any(i.session == session for i in ItemStore(memory_dir).items().values()):
+        return True
+    try:
+        if any(n.session == session for n in parse_notes(memory.store.read_notes())):
+            return True
+    except Exception:  # an unreadable notes.md: count it as holding (fail towards erasing)
+        return True
+    if any(e.get("session") == session for e in memory.journal.entries_newest_first()):
+        return True
+    if any(e.get("session") == session for e in read_jsonl(memory.store.pending_path, ("event",))):
+        return True
+    return any(
+        r.get("session") == session
+        for path in sorted((memory_dir / "recalls").glob("*.jsonl"))
+        for r in read_jsonl(path, ("session",))
+    )
+
+
+def check_sessions(
+    memory: Memoryd, scope: Scope, held: list[str] | None, extra: Iterable[str] = ()
+) -> Refusal | None:
+    """Refuse a scope session that an earlier erasure erased and whose texts are no longer known (its
+    folder is gone, loopd passed no text of it in `extra`, memoryd holds none), and, when `held` (the
+    sessions loopd and brokerd say they hold) is given, a session nothing holds at all (it never
+    existed: no tombstone for it)."""
+    passed = {t.strip() for t in extra if t.strip()}
+    for session in scope.sessions:
+        erased_before = any(
+            session in (t.get("scope_refs") or []) for t in tombstones(memory.config.layout.memory)
+        )
+        if erased_before and not (memory.config.layout.sessions / session).exists():
+            alone = covered(memory, Scope((), (session,)))
+            # a text that holds a marker is an already scrubbed copy: searching for it finds nothing new
+            found = alone.texts | passed if not isinstance(alone, Refusal) else {""}
+            known = {t for t in found if "[erased" not in t}
+            if not known:
+                return _already_erased(memory.config.layout.memory, "session", session)
+        if held is not None and session not in held and not _holds_session(memory, session):
+            return sentences.erase_nothing_held(session)
+    return None
+
+
+def _held_arg(args: dict[str, Any]) -> list[str] | Refusal | None:
+    held = args.get("held")
+    if held is None:
+        return None
+    if not isinstance(held, list) or not all(isinstance(h, str) for h in held):
+        return sentences.arguments("held must be a list of session ids")
+    return held
 
 
 def _is_marker(text: str) -> bool:
@@ -378,7 +463,7 @@ def _exports(memory: Memoryd) -> list[tuple[str, Path | None]]:
     for entry in memory.journal.entries_newest_first():
         if entry.get("action") != "export":
             continue
-        named = entry.get("where") or entry.get("file")
+        named = entry.get("file")  # the file written (``where`` is only the word "export")
         path: Path | None = None
         if isinstance(named, str) and named:
             path = Path(named)
@@ -411,9 +496,15 @@ def plan(memory: Memoryd, args: dict[str, Any]) -> dict[str, Any] | Refusal:
     extra = _texts_arg(args)
     if isinstance(extra, Refusal):
         return extra
+    held = _held_arg(args)
+    if isinstance(held, Refusal):
+        return held
     found = covered(memory, scope)
     if isinstance(found, Refusal):
         return found
+    refused = check_sessions(memory, scope, held, extra)
+    if refused is not None:
+        return refused
     texts = found.texts | {t.strip() for t in extra if t.strip()}
     memory_dir = memory.config.layout.memory
     erasure_id = next_erasure_id(memory_dir, memory.now().date(), memory.reserved_erasures)
@@ -518,6 +609,9 @@ def execute(memory: Memoryd, args: dict[str, Any]) -> dict[str, Any] | Refusal:
     others = _holders_arg(args)
     if isinstance(others, Refusal):
         return others
+    held = _held_arg(args)
+    if isinstance(held, Refusal):
+        return held
     erasure_id = args.get("erasure_id")
     memory_dir = memory.config.layout.memory
     if not isinstance(erasure_id, str) or erasure_id not in memory.reserved_erasures:
@@ -531,6 +625,9 @@ def execute(memory: Memoryd, args: dict[str, Any]) -> dict[str, Any] | Refusal:
         found = covered(memory, scope)
         if isinstance(found, Refusal):
             return found
+        refused = check_sessions(memory, scope, held, extra)
+        if refused is not None:
+            return refused
         texts = found.texts | {t.strip() for t in extra if t.strip()}
         scrubber = Scrubber(texts, erasure_id, scope.anchors)
         rules = Rules(scrubber, scope, frozenset(found.items), frozenset(found.note_keys))

@@ -475,6 +475,28 @@ def erase_unknown_item(item: str) -> Refusal:
     )
 
 
+def erase_already_erased(what: str, ref: str, erasure_id: str, open_holders: list[str]) -> Refusal:
+    """An `--item` (or a `--session` whose files are gone) that an earlier erasure already erased: its
+    text is not kept, so a new run could not search for its copies and must not claim `completed`."""
+    rest = (
+        f"holders of {erasure_id} that were not completed: {'; '.join(open_holders)}"
+        if open_holders
+        else f"every holder of {erasure_id} was completed"
+    )
+    return Refusal(
+        "refused:erased",
+        f"refused (erased): {what} {ref} was erased by {erasure_id} and its text is no longer known, "
+        f"so its copies cannot be searched for ({rest}); nothing was changed",
+    )
+
+
+def erase_nothing_held(session: str) -> Refusal:
+    """A `--session` that no role holds anything of (no folder, items, notes, journal or audit lines)."""
+    return Refusal(
+        "refused:not-found", f"refused (not-found): nothing of {session} is held; nothing was erased"
+    )
+
+
 ERASE_ID_TAKEN = Refusal(
     "refused:erasure-id",
     "refused (erasure-id): the erasure id is not one memoryd handed out for this erasure; run "
