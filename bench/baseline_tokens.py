@@ -1,7 +1,8 @@
 """The baseline's size in tokens (M5a section 1.5: at most 3,000), with the starter soul.md and empty memory
 files, and with every memory file at its limit: conventions.md 2,000 characters and soul.md the 1,400 left
 of their shared 3,400 (the owner's steering budget, docs/decisions.md), memory.md 2,200, user.md 1,375
-(``at_limit``); and, for comparison, soul.md alone at 3,400 with no conventions (``at_limit_soul``).
+(``at_limit``); for comparison, soul.md alone at 3,400 with no conventions (``at_limit_soul``); and a
+maintenance job's run (autodream's tools) at the limits (``at_limit_maintenance``).
 
 The baseline is built as loopd builds it: system.md, a blank line, the memory block rendered by memoryd
 (in process), and the core tool schemas. With a llama-server at ``--model-url``, tokens are counted with
@@ -68,10 +69,11 @@ RULES = [
 
 
 def baseline(
-    home: Path, at_limit: bool, conventions: int = CONVENTIONS.limit
+    home: Path, at_limit: bool, conventions: int = CONVENTIONS.limit, maintenance: bool = False
 ) -> tuple[str, list[dict[str, Any]]]:
     """The system text and tools of a new session's baseline on a fresh home; at the limits,
-    conventions.md holds `conventions` characters and soul.md the rest of their shared 4,000."""
+    conventions.md holds `conventions` characters and soul.md the rest of their shared 4,000. With
+    `maintenance`, the tools are those of a maintenance job's run (autodream)."""
     memory = home / "memory"
     memory.mkdir(parents=True, mode=0o700)
     soul = packaged_starter("soul.md").read_text(encoding="utf-8")
@@ -96,7 +98,7 @@ def baseline(
     if not isinstance(reply, MemoryBlockReply):
         raise SystemExit(f"memoryd refused the block: {reply}")
     system = packaged_starter("system.md").read_text(encoding="utf-8").rstrip("\n")
-    return f"{system}\n\n{reply.text}", core_tools()
+    return f"{system}\n\n{reply.text}", core_tools(maintenance=maintenance)
 
 
 def count(url: str | None, system: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -125,11 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     results = {}
-    cases = (("starter", False, 0), ("at_limit", True, CONVENTIONS.limit), ("at_limit_soul", True, 0))
-    for name, at_limit, conventions in cases:
+    cases = (
+        ("starter", False, 0, False),
+        ("at_limit", True, CONVENTIONS.limit, False),
+        ("at_limit_soul", True, 0, False),
+        ("at_limit_maintenance", True, CONVENTIONS.limit, True),
+    )
+    for name, at_limit, conventions, maintenance in cases:
         root = Path(tempfile.mkdtemp(prefix="bx-tok-", dir="/tmp"))
         try:
-            system, tools = baseline(root / "home", at_limit, conventions)
+            system, tools = baseline(root / "home", at_limit, conventions, maintenance)
             results[name] = count(args.model_url, system, tools)
         finally:
             shutil.rmtree(root, ignore_errors=True)
@@ -141,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             "starter": "starter soul.md, empty memory",
             "at_limit": "every memory file at its limit (conventions.md 2,000, soul.md 1,400)",
             "at_limit_soul": "every memory file at its limit (soul.md 3,400, conventions.md empty)",
+            "at_limit_maintenance": "a maintenance job's run (autodream), every file at its limit",
         }[name]
         if result["tokens"] is not None:
             verdict = "ok" if result["tokens"] <= LIMIT else "OVER"

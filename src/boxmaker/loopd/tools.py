@@ -43,8 +43,23 @@ _MAINTENANCE_PROPERTIES: dict[str, Any] = {
     "triggers": {"type": "array", "items": {"type": "string"}},
 }
 _MAINTENANCE_SAID = (
-    " Maintenance: dream-input (the day's archive), supersede {old,new} (state), mark {id,status}, "
-    "cool {id}, merge {ids,text}, assign {id,topic,triggers} (knowledge: never delete)."
+    "note: a fact or lesson. index, topic: read. propose: a rule for the owner. Maintenance: dream-input "
+    "(the day's archive), supersede {old,new} (state), mark {id,status}, cool {id}, merge {ids,text}, "
+    "assign {id,topic,triggers} (knowledge: never delete)."
+)
+#: The live actions a maintenance pass keeps, and the properties only live sessions' actions use.
+MAINTENANCE_BASE = ("note", "index", "topic", "propose")
+_LIVE_ONLY = (
+    "file",
+    "old",
+    "entries",
+    "sessions",
+    "items",
+    "retrieval",
+    "verdict",
+    "role",
+    "evidence",
+    "outcome",
 )
 
 _TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}\Z")
@@ -107,14 +122,19 @@ def core_tools(maintenance: bool = False) -> list[dict[str, Any]]:
     """The core tools' schemas in OpenAI `tools` form, in a fixed order (a new list each call).
 
     With `maintenance` (a run of a maintenance job only: loopd decides by the job file, never by what
-    a session asks), the `memory` tool's enum, description and properties add the maintenance actions.
+    a session asks), the `memory` tool offers what a maintenance pass may do instead of what a live
+    session may: capture (`note`), read (`index`, `topic`), `propose`, and the maintenance actions;
+    the identity edits, `tiers`, `forget` and `feedback` are left out (memoryd refuses the identity
+    edits and `forget` for such a session anyway), which keeps that baseline within its 3,000 tokens.
     """
     tools = _core_tools()
     if maintenance:
         memory = tools[2]["function"]
-        memory["description"] += _MAINTENANCE_SAID
+        memory["description"] = _MAINTENANCE_SAID
         params = memory["parameters"]["properties"]
-        params["action"]["enum"] = [*MEMORY_ACTIONS, *MAINTENANCE_ACTIONS]
+        for key in _LIVE_ONLY:
+            del params[key]
+        params["action"]["enum"] = [*MAINTENANCE_BASE, *MAINTENANCE_ACTIONS]
         params.update(_MAINTENANCE_PROPERTIES)
     return tools
 
