@@ -120,11 +120,11 @@ def propose_call(text: str, refs: list[str], target: str = "conventions") -> Fak
 
 
 def cite_retrieval(verdict: str, **extra: Any) -> Script:
-    """The model's next reply: `memory` `feedback` on the retrieval id the last recall answer showed."""
+    """The model's next reply: `memory` `feedback` on the last retrieval id a recall answer showed."""
 
     def reply(request: dict[str, Any]) -> FakeReply:
         shown = [m["content"] for m in request["messages"] if m["role"] == "tool"]
-        [ident] = RETRIEVAL.findall(shown[-1])
+        ident = [i for content in shown for i in RETRIEVAL.findall(content)][-1]
         return call(action="feedback", retrieval=ident, verdict=verdict, **extra)
 
     return reply
