@@ -22,21 +22,12 @@ from typing import Any
 import pytest
 
 from fakes.llama_server import FakeLlamaServer, FakeReply
+from protocol_helpers import holding, home_files
 
 SECRET = "ZEBRA-7741-QUOKKA"
 SAID = f"Please remember this: my Schließfach code is {SECRET}"
 NOTED = f"Owner's Schließfach code is {SECRET}."
 ADDED = f"Locker code is {SECRET}."
-
-
-def forms(text: str) -> list[bytes]:
-    """`text` as it could sit in a file: UTF-8, and JSON-escaped both ways."""
-    found = {text.encode("utf-8")}
-    for ascii_only in (True, False):
-        once = json.dumps(text, ensure_ascii=ascii_only)[1:-1]
-        found.add(once.encode("utf-8"))
-        found.add(json.dumps(once, ensure_ascii=ascii_only)[1:-1].encode("utf-8"))  # JSON inside JSON
-    return sorted(found)
 
 
 @dataclass
@@ -73,20 +64,10 @@ class Box:
         return str([r for r in map(json.loads, rows) if r["type"] == "tool_result"][-1]["content"])
 
     def files(self, skip_run: bool = False) -> dict[str, bytes]:
-        """Every file of the home and its bytes (sockets excluded; `skip_run` leaves out run/, whose
-        role logs grow by themselves)."""
-        found = {}
-        for path in sorted(self.home.rglob("*")):
-            rel = str(path.relative_to(self.home))
-            if not path.is_file() or (skip_run and rel.startswith("run/")):
-                continue
-            found[rel] = path.read_bytes()
-        return found
+        return home_files(self.home, skip_run)
 
     def holding(self, *needles: str) -> list[str]:
-        """The files of the home (all of them) that hold any form of any needle."""
-        wanted = [f for n in needles for f in forms(n)]
-        return [rel for rel, data in self.files().items() if any(w in data for w in wanted)]
+        return holding(self.home, *needles)
 
 
 @pytest.fixture(scope="module")

@@ -6,73 +6,27 @@ starts real memoryd, brokerd and loopd against the fake llama-server, the agent 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from boxmaker.memoryd.items import item_id_of
 from boxmaker.memoryd.notes import parse
-from fakes.llama_server import FakeLlamaServer, FakeReply
-
-
-@dataclass
-class Box:
-    home: Path
-    model: FakeLlamaServer
-
-    def bxctl(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "boxmaker.bxctl", "--home", str(self.home), *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if ok:
-            assert done.returncode == 0, done.stdout + done.stderr
-        return done
-
-    def chat(self, session: str, text: str, *replies: FakeReply) -> subprocess.CompletedProcess[str]:
-        self.model.script(*replies)
-        return self.bxctl("chat", "--session", session, "-m", text)
-
-    def items(self, *args: str) -> list[dict[str, Any]]:
-        value: list[dict[str, Any]] = json.loads(self.bxctl("memory", "items", "--json", *args).stdout)
-        return value
-
-    def log_line(self, anchor: str) -> dict[str, Any]:
-        path, _, line = anchor.partition("#")
-        lines = (self.home / path).read_text(encoding="utf-8").splitlines()
-        record: dict[str, Any] = json.loads(lines[int(line) - 1])
-        return record
+from fakes.llama_server import FakeReply
+from protocol_helpers import Box, note_call, running
 
 
 @pytest.fixture(scope="module")
 def box() -> Iterator[Box]:
-    root = Path(tempfile.mkdtemp(prefix="bx-items-", dir="/tmp"))
-    with FakeLlamaServer(n_ctx=16384, slots=2) as model:
-        state = Box(root / "home", model)
-        state.bxctl("up", "--model-url", model.url)
-        try:
-            yield state
-        finally:
-            state.bxctl("down", ok=False)
+    with running("bx-items-") as state:
+        yield state
 
 
 @pytest.fixture(autouse=True)
 def home(box: Box, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BOXMAKER_HOME", str(box.home))
     return box.home
-
-
-def note_call(text: str, **fields: str) -> FakeReply:
-    return FakeReply(tool_calls=[("memory", {"action": "note", "text": text, **fields})])
 
 
 def test_checklist_3_the_agent_writes_a_distilled_note(box: Box) -> None:

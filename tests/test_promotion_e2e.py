@@ -6,29 +6,22 @@ and the owner reviews with `bxctl memory proposals`, `accept` and `reject`.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fakes.llama_server import FakeLlamaServer, FakeReply
-from test_items_e2e import Box, note_call
+from fakes.llama_server import FakeReply
+from protocol_helpers import Box, captured, propose_call, running, tool_results
 
 RULE = "Deploys wait for a green backup check."
 
 
 @pytest.fixture(scope="module")
 def box() -> Iterator[Box]:
-    root = Path(tempfile.mkdtemp(prefix="bx-promote-", dir="/tmp"))
-    with FakeLlamaServer(n_ctx=16384, slots=2) as model:
-        state = Box(root / "home", model)
-        state.bxctl("up", "--model-url", model.url)
-        try:
-            yield state
-        finally:
-            state.bxctl("down", ok=False)
+    with running("bx-promote-") as state:
+        yield state
 
 
 @pytest.fixture(autouse=True)
@@ -37,32 +30,9 @@ def home(box: Box, monkeypatch: pytest.MonkeyPatch) -> Path:
     return box.home
 
 
-def propose_call(text: str, refs: list[str], target: str = "conventions") -> FakeReply:
-    arguments = {
-        "action": "propose",
-        "target": target,
-        "text": text,
-        "refs": refs,
-        "benefit": "No deploy lands without a backup.",
-        "risk": "Deploys wait when the check is slow.",
-    }
-    return FakeReply(tool_calls=[("memory", arguments)])
-
-
-def tool_results(box: Box, session: str) -> list[dict[str, Any]]:
-    lines = (box.home / "sessions" / session / "0.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r["type"] == "tool_result"]
-
-
 def listing(box: Box, *args: str) -> list[dict[str, Any]]:
     value: list[dict[str, Any]] = json.loads(box.bxctl("memory", "proposals", "--json", *args).stdout)
     return value
-
-
-def captured(box: Box, session: str, text: str) -> str:
-    box.chat(session, "Remember this.", note_call(text), FakeReply(content="Noted."))
-    [item] = [i for i in box.items() if i["text"] == text]
-    return str(item["id"])
 
 
 def test_checklist_12_agent_convention_change_stays_a_proposal(box: Box) -> None:

@@ -5,57 +5,19 @@ feedback with bxctl."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from fakes.llama_server import FakeLlamaServer, FakeReply
-from test_items_e2e import Box, note_call
-
-_RETRIEVAL = re.compile(r"\(retrieval (memret-\d{4}-\d{2}-\d{2}-\d{3})\)")
+from fakes.llama_server import FakeReply
+from protocol_helpers import RETRIEVAL, Box, cite_retrieval, note_call, running, snapshot, tool_results
 
 
 @pytest.fixture(scope="module")
 def box() -> Iterator[Box]:
-    root = Path(tempfile.mkdtemp(prefix="bx-recall-", dir="/tmp"))
-    with FakeLlamaServer(n_ctx=16384, slots=2) as model:
-        state = Box(root / "home", model)
-        state.bxctl("up", "--model-url", model.url)
-        try:
-            yield state
-        finally:
-            state.bxctl("down", ok=False)
-
-
-def tool_results(box: Box, session: str) -> list[dict[str, Any]]:
-    lines = (box.home / "sessions" / session / "0.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r["type"] == "tool_result"]
-
-
-def cite_retrieval(verdict: str, **extra: Any) -> Any:
-    """The model's next reply: feedback on the retrieval id the last recall answer showed."""
-
-    def reply(request: dict[str, Any]) -> FakeReply:
-        shown = [m["content"] for m in request["messages"] if m["role"] == "tool"]
-        [ident] = _RETRIEVAL.findall(shown[-1])
-        arguments = {"action": "feedback", "retrieval": ident, "verdict": verdict, **extra}
-        return FakeReply(tool_calls=[("memory", arguments)])
-
-    return reply
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
+    with running("bx-recall-") as state:
+        yield state
 
 
 def test_a_conflict_surfaces_in_recall_and_feedback_is_recorded(box: Box) -> None:
@@ -94,7 +56,7 @@ def test_a_conflict_surfaces_in_recall_and_feedback_is_recorded(box: Box) -> Non
         f"{older['id']} · state nas:ip · active · {older['date']} · Source sessions/chat-nas1/0.jsonl#"
         in shown
     )
-    [ident] = _RETRIEVAL.findall(shown)
+    [ident] = RETRIEVAL.findall(shown)
     [line] = [
         json.loads(raw)
         for path in (box.home / "memory" / "recalls").glob("*.jsonl")
