@@ -116,9 +116,13 @@ def test_a_chat_across_two_sessions_with_timings_and_the_slot_cache(model_url: s
         usages = [r for r in records if isinstance(r, Usage)]
         assert len(usages) == 2
         assert all(u.prompt_n > 0 and u.predicted_n > 0 for u in usages)
-        # the second turn strictly extends the first prompt + reply: the slot reuses all but one token
-        assert usages[1].cache_n == usages[0].cache_n + usages[0].prompt_n + usages[0].predicted_n - 1
         print(f"usage records: {[(u.prompt_n, u.cache_n, u.predicted_n) for u in usages]}")
+        # the second turn strictly extends the first prompt + reply, so the slot reuses the whole first
+        # prompt and, when the reply's text tokenizes back to the tokens generated (usually; not always
+        # for a long rambling reply cut at max_tokens), all of it but one token
+        first_prompt = usages[0].cache_n + usages[0].prompt_n
+        assert usages[1].cache_n >= first_prompt
+        assert usages[1].cache_n <= first_prompt + usages[0].predicted_n - 1
         assert any(isinstance(r, Assistant) and r.content for r in records)
 
         # the first session's words are in memory for the owner and for recall
@@ -154,9 +158,12 @@ def test_a_session_compacts_on_the_real_model_with_its_memory(model_url: str, ho
     config.mkdir(parents=True)
     info = httpx.get(f"{model_url}/props", timeout=10).json()
     n_ctx = info["default_generation_settings"]["n_ctx"]
+    # compaction comes after a few turns, never right after the first: the owner's write below must
+    # land before the session compacts (the baseline alone is about 1,250 tokens; a turn adds 50 to 250)
+    threshold = min(0.9, 1600 / n_ctx)
     (config / "loopd.toml").write_text(
         f'[model]\nurl = "{model_url}"\n[expect]\nn_ctx = {n_ctx}\n'
-        "[limits]\nmax_tokens = 200\n[compact]\nthreshold = 0.15\n",
+        f"[limits]\nmax_tokens = 200\n[compact]\nthreshold = {threshold:.3f}\n",
         encoding="utf-8",
     )
     up = bxctl(home, "up")
