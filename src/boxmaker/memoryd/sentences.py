@@ -519,6 +519,14 @@ def bad_ref(ref: str, why: str) -> Refusal:
     return Refusal("refused:refs", f"refused (refs): {ref[:80]!r} {why}; nothing was written")
 
 
+def ref_not_found(ref: str) -> Refusal:
+    """A feedback or retrieval id that feedback.jsonl or the recall log does not hold."""
+    return Refusal(
+        "refused:not-found",
+        f"refused (not-found): {ref[:80]!r} names no recorded feedback or retrieval; nothing was written",
+    )
+
+
 def bad_target(target: str) -> Refusal:
     """A proposal's target that is neither ``conventions`` nor ``<element>:<name>``."""
     return Refusal(
