@@ -419,3 +419,34 @@ def test_undo_restores_conventions_and_replay_rebuilds_them(
     assert undone.data["code"] == "ok", undone.text
     assert (home / "memory" / "conventions.md").read_text() == ""
     assert journal(home)[-1]["undoes"] == accepted.data["edit"]
+
+
+def test_an_untrusted_proposal_needs_the_owners_explicit_consent(home: Path, service: Memoryd) -> None:
+    ref = capture(service, "A red backup broke a deploy.")
+    arguments = {"action": "propose", "target": "conventions", "text": RULE, "refs": [ref]}
+    answer = call(service, {**arguments, "benefit": "b", "risk": "r"}, untrusted=True)
+    ident = proposal_id(answer)
+    before = files(home)
+    reply = admin(service, "proposal-accept", ident)
+    assert reply.data["code"] == "refused:untrusted"
+    assert "had read untrusted content" in reply.text
+    assert "--untrusted-ok" in reply.text
+    assert files(home) == before
+    reply = admin(service, "proposal-accept", ident, untrusted_ok=True)
+    assert reply.data["code"] == "ok", reply.text
+    assert (home / "memory" / "conventions.md").read_text() == RULE + "\n"
+
+
+def test_a_withdrawn_items_text_stays_out_of_the_items_listing(home: Path, service: Memoryd) -> None:
+    """The withdrawal receipt says withdrawn content is kept out of listings; `item ID` still shows
+    it to the owner who asks by id, marked."""
+    ident = capture(service, "The vault passphrase hint is tapir-blue.")
+    withdraw(service, ident)
+    reply = admin(service, "items")
+    assert "tapir-blue" not in reply.text
+    assert "(withdrawn)" in reply.text
+    [row] = reply.data
+    assert row["text"] == "(withdrawn)"
+    shown = admin(service, "item", ident)
+    assert "tapir-blue" in shown.text
+    assert "(withdrawn; kept out of listings" in shown.text

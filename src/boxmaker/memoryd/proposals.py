@@ -332,9 +332,11 @@ def _append(event: dict[str, Any]) -> Append:
 # The owner's decisions ---------------------------------------------------------------------------
 
 
-def decide(memory: Memoryd, ident: str, accept: bool) -> Answer:
+def decide(memory: Memoryd, ident: str, accept: bool, untrusted_ok: bool = False) -> Answer:
     """The owner's accept (the rule appended to conventions.md) or reject of a pending proposal, in
     one journal commit; refused with nothing written: ``refused:not-found``, ``refused:decided``,
+    ``refused:untrusted`` (accepting a proposal filed by a session that had read untrusted content
+    needs `untrusted_ok`),
     ``refused:duplicate`` (conventions.md already holds the rule), ``refused:limit`` (2,000 characters,
     or soul.md with conventions.md over 4,000), a write-check code, ``refused:unavailable``."""
     with memory.writer.lock:
@@ -346,6 +348,8 @@ def decide(memory: Memoryd, ident: str, accept: bool) -> Answer:
             return Answer.refused(sentences.proposal_not_found(ident))
         if found.status != PENDING:
             return Answer.refused(sentences.proposal_decided(ident, found.status))
+        if accept and found.label.untrusted and not untrusted_ok:
+            return Answer.refused(sentences.proposal_untrusted(ident, found.proposed_by))
         reserved = memory.journal.reserve()
         decision = {
             "event": "decision",
