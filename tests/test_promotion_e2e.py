@@ -104,6 +104,13 @@ def test_checklist_15_policy_changes_are_reviewable_proposals_with_refs(box: Box
     23.5's shape, with supporting references checked; none, or one naming nothing, is refused."""
     conventions = (box.home / "memory" / "conventions.md").read_bytes()
     ref = captured(box, "chat-stale", "The NAS address recalled from June was wrong in September.")
+    memory = box.home / "memory"  # the feedback and retrieval it cites must exist (proposals.ref_problem)
+    (memory / "recalls").mkdir(exist_ok=True)
+    with (memory / "recalls" / "2026-06.jsonl").open("a") as out:
+        out.write(json.dumps({"retrieval_id": "memret-2026-06-02-001", "memory_item_ids": []}) + "\n")
+    with (memory / "feedback.jsonl").open("a") as out:
+        event = {"event_id": "memfb-2026-06-02-004", "memory_item_ids": [], "verdict": "misleading"}
+        out.write(json.dumps(event) + "\n")
     box.chat(
         "chat-policy",
         "Stale addresses keep misleading you; propose something.",

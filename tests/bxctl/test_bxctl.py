@@ -436,3 +436,57 @@ def test_a_bom_in_an_argument_is_sent_as_it_is(fake: FakeMemoryd) -> None:
     result = CliRunner().invoke(cli, ["memory", "note", "\ufeffOwner prefers UTC"])
     assert result.exit_code == 1
     assert fake.requests == [MemoryAdmin(command="note", arg="\ufeffOwner prefers UTC")]
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["memory", "proposals", "accept", "mempolicy-2026-09-24-001", "--json"], "proposal-accept"),
+        (["memory", "proposals", "reject", "mempolicy-2026-09-24-001", "--json"], "proposal-reject"),
+        (["memory", "dream", "apply", "job-dream-t1", "--json"], "dream-apply"),
+        (["memory", "dream", "discard", "job-dream-t1", "--json"], "dream-discard"),
+        (["memory", "warm", "mem-2026-09-24-001", "--json"], "warm"),
+    ],
+)
+def test_decisions_take_json(fake: FakeMemoryd, args: list[str], command: str) -> None:
+    fake.replies[command] = ("done", {"code": "ok", "edit": "2026-09-24-0001"})
+    result = bxctl(*args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"code": "ok", "edit": "2026-09-24-0001"}
+
+
+def test_accept_untrusted_ok_is_sent(fake: FakeMemoryd) -> None:
+    fake.replies["proposal-accept"] = ("accepted", {"code": "ok"})
+    assert bxctl("memory", "proposals", "accept", "mempolicy-2026-09-24-001", "--untrusted-ok").exit_code == 0
+    assert fake.requests[-1] == MemoryAdmin(
+        command="proposal-accept", arg="mempolicy-2026-09-24-001", args={"untrusted_ok": True}
+    )
+
+
+def test_json_failures_print_a_json_object_with_the_same_exit_code(home: Path, fake: FakeMemoryd) -> None:
+    result = bxctl("memory", "item", "../../x", "--json")
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)
+    assert error["code"] == "error"
+    assert "unknown command" in error["text"]
+    fake.replies["undo"] = ("2026-09-24-0001 is not the latest edit", {"code": "refused:not-latest"})
+    result = bxctl("memory", "undo", "2026-09-24-0001", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["code"] == "refused:not-latest"
+    result = bxctl("memory", "erase", "--item", "../../x", "--authority", "t-1", "--yes", "--json")
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["code"] == "usage"
+    result = bxctl("memory", "item", "mem-2026-09-24-001", "--json", "--memory-socket", str(home / "no.sock"))
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["code"] == "unreachable"
+    result = bxctl("memory", "item", "mem-2026-09-24-001")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+
+
+def test_erase_yes_json_with_memoryd_down_prints_json(home: Path) -> None:
+    result = bxctl("memory", "erase", "--item", "mem-2026-09-24-001", "--authority", "t-1", "--yes", "--json")
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)
+    assert error["code"] == "unreachable"
+    assert "memoryd" in error["text"]

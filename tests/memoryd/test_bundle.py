@@ -334,6 +334,30 @@ def test_an_import_is_untrusted_unless_the_owner_says_trusted(
         other.close()
 
 
+def test_an_untrusted_import_cannot_lower_the_class(
+    service: Memoryd, target: Memoryd, tmp_path: Path, clock: Clock
+) -> None:
+    ids = source_home(service)
+    path = tmp_path / "export.json"
+    admin(service, "export", str(path))
+    data = json.loads(path.read_text())
+    for event in data["items"]:
+        if event["event"] == "capture":
+            event["label"] = {"class": "public", "untrusted": False}  # tampered: lowered to public
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(data))
+    assert admin(target, "import", str(forged)).data["code"] == "ok"
+    labels = {i.label.data_class.value for i in target.items.items().values()}
+    assert labels == {"private"}
+    assert all(i.label.untrusted for i in target.items.items().values())
+    other = opened(tmp_path / "c", clock)
+    try:
+        assert admin(other, "import", str(forged), trusted=True).data["code"] == "ok"
+        assert other.items.items()[ids["new"]].label.data_class.value == "public"
+    finally:
+        other.close()
+
+
 def control(ident: str, item: str, action: str = "withdraw", supersedes: str | None = None) -> dict[str, Any]:
     return {
         "withdrawal_id": ident,

@@ -147,3 +147,55 @@ def test_exports_outside_the_home_are_unevaluated_and_inside_are_scrubbed(
     assert got == [("completed", None), ("unevaluated", "outside-home")]
     assert b"HERON" in outside.read_bytes()  # not touched, and not claimed
     assert b"HERON" not in inside.read_bytes()
+
+
+def test_feedback_and_proposals_citing_an_erased_item_lose_their_free_text(
+    service: Any, tmp_path: Any
+) -> None:
+    from boxmaker.memoryd import metamemory
+    from boxmaker.proto.messages import MemoryCall, ToolRequest
+
+    label = Label(DataClass.PRIVATE, False)
+    service.writer.note(Caller("chat-a", "c1", label), TEXT, "note")
+    item = next(iter(erase.ItemStore(service.config.layout.memory).items()))
+    event = {
+        "event_id": "memfb-2026-09-24-001",
+        "retrieval_ref": "memret-2026-09-24-001",
+        "memory_item_ids": [item],
+        "verdict": "misleading",
+        "outcome": "The heron alarm code was stale",
+        "action_or_decision": "Typed the heron code at the door",
+    }
+    service.journal.commit(metamemory.change(event, "owner", "", False))
+    request = ToolRequest(
+        session="chat-b",
+        call_id="c2",
+        tool="memory",
+        arguments={
+            "action": "propose",
+            "target": "conventions",
+            "text": "Rotate the heron alarm code weekly.",
+            "refs": [item],
+            "benefit": "The heron code stays fresh.",
+            "risk": "People forget the heron code.",
+        },
+    )
+    assert service.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False)).code == "ok"
+    planned = erase.plan(service, {"items": [item], "reserve": True})
+    assert isinstance(planned, dict)
+    done = erase.execute(service, {"items": [item], "authority": "t-1", "erasure_id": planned["erasure_id"]})
+    assert isinstance(done, dict)
+    mark = f"[erased {planned['erasure_id']}]"
+    memory = service.config.layout.memory
+    [feedback] = [json.loads(line) for line in (memory / "feedback.jsonl").read_text().splitlines()]
+    assert (feedback["event_id"], feedback["memory_item_ids"]) == ("memfb-2026-09-24-001", [item])
+    assert (feedback["outcome"], feedback["action_or_decision"]) == (mark, mark)
+    [proposal] = [json.loads(line) for line in (memory / "proposals.jsonl").read_text().splitlines()]
+    assert proposal["supporting_refs"] == [item]
+    assert (proposal["proposed_change"], proposal["expected_benefit"], proposal["risk"]) == (mark, mark, mark)
+    journal = "".join(p.read_text() for p in (memory / "edits").glob("*.jsonl"))
+    assert "heron" not in journal.lower()
+    replayed = service.replay_into(tmp_path / "replayed")
+    assert isinstance(replayed, list)
+    for name in ("feedback.jsonl", "proposals.jsonl"):
+        assert (tmp_path / "replayed" / name).read_bytes() == (memory / name).read_bytes()

@@ -230,3 +230,23 @@ def test_feedback_ids_count_per_day() -> None:
     assert metamemory.next_feedback_id(events, dt.date(2026, 9, 25)) == "memfb-2026-09-25-001"
     assert metamemory.is_retrieval_id("memret-2026-09-24-001")
     assert not metamemory.is_retrieval_id("memret-2026-02-30-001")
+
+
+def test_owner_wording_for_a_missing_retrieval_and_an_unknown_item(
+    home: Path, service: Memoryd, retrieved: tuple[str, str]
+) -> None:
+    reply = owner_feedback(service, retrieval="memret-2026-09-24-009", verdict="helpful")
+    assert reply.data["code"] == "refused:not-found"
+    assert reply.text.startswith("no retrieval 'memret-2026-09-24-009';")
+    reply = service.handle("memory_admin", MemoryAdmin(command="feedback-of", arg="mem-2099-01-01-001"))
+    assert reply.data["code"] == "refused:not-found"
+    assert "no item mem-2099-01-01-001" in reply.text
+
+
+def test_owner_feedback_reply_carries_the_new_id(
+    home: Path, service: Memoryd, retrieved: tuple[str, str]
+) -> None:
+    reply = owner_feedback(service, retrieval=retrieved[1], verdict="helpful")
+    assert reply.data["code"] == "ok"
+    assert reply.data["feedback_id"] == "memfb-2026-09-24-001"
+    assert feedback_file(home)[0]["event_id"] == "memfb-2026-09-24-001"

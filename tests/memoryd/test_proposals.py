@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from item_helpers import capture, withdraw
 
@@ -51,6 +52,20 @@ def proposal_id(response: ToolResponse) -> str:
 def files(home: Path) -> dict[str, bytes]:
     memory = home / "memory"
     return {p.name: p.read_bytes() for p in memory.iterdir() if p.is_file() and not p.name.startswith(".")}
+
+
+def recorded(home: Path, retrieval: str = "", feedback: str = "") -> None:
+    """A recall log line for `retrieval` and a feedback event for `feedback`, as memoryd writes them."""
+    memory = home / "memory"
+    if retrieval:
+        (memory / "recalls").mkdir(exist_ok=True)
+        line = {"retrieval_id": retrieval, "session": "chat-x", "memory_item_ids": []}
+        with (memory / "recalls" / f"{retrieval[7:14]}.jsonl").open("a") as out:
+            out.write(json.dumps(line) + "\n")
+    if feedback:
+        event = {"event_id": feedback, "memory_item_ids": [], "verdict": "helpful"}
+        with (memory / "feedback.jsonl").open("a") as out:
+            out.write(json.dumps(event) + "\n")
 
 
 def journal(home: Path) -> list[dict[str, Any]]:
@@ -143,6 +158,7 @@ def test_the_live_schema_offers_propose_and_feedback_but_no_file_beyond_memory_a
 def test_a_proposal_is_filed_pending_with_its_refs_and_journalled(home: Path, service: Memoryd) -> None:
     first = capture(service, "The deploy broke because the backup was red.", session="chat-one")
     second = capture(service, "Again a deploy failed on a red backup.", session="chat-two")
+    recorded(home, feedback="memfb-2026-09-20-001")
     answer = propose(service, [first, second, "memfb-2026-09-20-001"])
     assert answer.code == "ok", answer.output
     ident = proposal_id(answer)
@@ -252,8 +268,34 @@ def test_archive_feedback_and_retrieval_refs_are_accepted(home: Path, service: M
     service.archive_now("owner")
     anchor = f"archive/2026-09-24.md#{ref}"
     assert f"## {ref}" in (home / "memory" / "archive" / "2026-09-24.md").read_text()
+    recorded(home, retrieval="memret-2026-09-24-001")
     answer = propose(service, [anchor, "archive/2026-09-24.md", "memret-2026-09-24-001"])
     assert answer.code == "ok", answer.output
+
+
+@pytest.mark.parametrize("ref", ["memfb-2026-01-01-001", "memret-2026-01-01-002", "memret-2026-09-24-002"])
+def test_feedback_and_retrieval_refs_must_exist(home: Path, service: Memoryd, ref: str) -> None:
+    recorded(home, retrieval="memret-2026-09-24-001", feedback="memfb-2026-09-24-001")
+    before = files(home)
+    answer = propose(service, ["memfb-2026-09-24-001", ref])
+    assert answer.code == "refused:not-found", answer.output
+    assert ref in answer.output
+    assert files(home) == before
+
+
+def test_a_merged_item_and_its_members_are_one_piece_of_evidence(home: Path, service: Memoryd) -> None:
+    first = capture(service, "A red backup broke a deploy.", session="chat-one")
+    second = capture(service, "A red backup broke another deploy.", session="chat-two")
+    merged = capture(service, "Red backups break deploys.", session="chat-three")
+    other = capture(service, "The deploy waited for the backup.", session="chat-four")
+    items = dict(service.writer.items.items())
+    items[first] = msgspec.structs.replace(items[first], merged_into=merged)
+    items[second] = msgspec.structs.replace(items[second], merged_into=merged)
+    items[merged] = msgspec.structs.replace(items[merged], sources=("a", "b"))
+    assert proposals.independent([first, second, merged], items) == 1
+    assert proposals.independent([first, merged], items) == 1
+    assert proposals.independent([first, second, other], items) == 2
+    assert proposals.independent([first, second], dict(service.writer.items.items())) == 2
 
 
 def test_the_same_pending_change_is_not_filed_twice(home: Path, service: Memoryd) -> None:
@@ -377,3 +419,34 @@ def test_undo_restores_conventions_and_replay_rebuilds_them(
     assert undone.data["code"] == "ok", undone.text
     assert (home / "memory" / "conventions.md").read_text() == ""
     assert journal(home)[-1]["undoes"] == accepted.data["edit"]
+
+
+def test_an_untrusted_proposal_needs_the_owners_explicit_consent(home: Path, service: Memoryd) -> None:
+    ref = capture(service, "A red backup broke a deploy.")
+    arguments = {"action": "propose", "target": "conventions", "text": RULE, "refs": [ref]}
+    answer = call(service, {**arguments, "benefit": "b", "risk": "r"}, untrusted=True)
+    ident = proposal_id(answer)
+    before = files(home)
+    reply = admin(service, "proposal-accept", ident)
+    assert reply.data["code"] == "refused:untrusted"
+    assert "had read untrusted content" in reply.text
+    assert "--untrusted-ok" in reply.text
+    assert files(home) == before
+    reply = admin(service, "proposal-accept", ident, untrusted_ok=True)
+    assert reply.data["code"] == "ok", reply.text
+    assert (home / "memory" / "conventions.md").read_text() == RULE + "\n"
+
+
+def test_a_withdrawn_items_text_stays_out_of_the_items_listing(home: Path, service: Memoryd) -> None:
+    """The withdrawal receipt says withdrawn content is kept out of listings; `item ID` still shows
+    it to the owner who asks by id, marked."""
+    ident = capture(service, "The vault passphrase hint is tapir-blue.")
+    withdraw(service, ident)
+    reply = admin(service, "items")
+    assert "tapir-blue" not in reply.text
+    assert "(withdrawn)" in reply.text
+    [row] = reply.data
+    assert row["text"] == "(withdrawn)"
+    shown = admin(service, "item", ident)
+    assert "tapir-blue" in shown.text
+    assert "(withdrawn; kept out of listings" in shown.text

@@ -10,7 +10,7 @@ import json
 
 import click
 
-from boxmaker.bxctl import roles
+from boxmaker.bxctl import client, roles
 from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
 from boxmaker.bxctl.jobs import jobs
@@ -23,7 +23,7 @@ from boxmaker.proto.fsio import ensure_dir
 from boxmaker.proto.home import Layout, ensure_home, resolve_home
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=client.JsonErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--home",
     envvar="BOXMAKER_HOME",

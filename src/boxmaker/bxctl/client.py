@@ -2,12 +2,14 @@
 
 Every failure becomes a `click.ClickException` subclass with exit code 1: a role that does not answer
 says how to start it; an `error` reply prints its sentence and runbook entry; a refused owner command
-(``refused:<reason>``) prints its sentence.
+(``refused:<reason>``) prints its sentence. Under ``--json`` every failure also prints a JSON object
+``{"code", "text", …}`` on stdout (`emit` for refusals, `JsonErrors` for the rest).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +19,66 @@ from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.messages import Body, BrokerAdmin, BrokerAdminReply, MemoryAdmin, MemoryAdminReply
 
+#: `click.Context.meta` key: True when the command line asked for ``--json`` (set by `JsonErrors`).
+JSON_META = "bxctl.json"
+
 
 class RoleUnreachable(click.ClickException):
     """Exit 1: nothing answers on a role's socket."""
 
     exit_code = 1
+    code = "unreachable"
 
     def __init__(self, role: str, path: Path, why: str) -> None:
         detail = why if str(path) in why else f"{path}: {why}"
         super().__init__(f"{role} does not answer ({detail}); start it with `bxctl up`")
 
 
+class RoleDown(click.ClickException):
+    """Exit 1: a command that needs a role refuses, changing nothing, because it does not answer."""
+
+    exit_code = 1
+    code = "unreachable"
+
+
 class RoleRefused(click.ClickException):
     """Exit 1: the role answered with an `error` frame, or refused the owner's command."""
 
     exit_code = 1
+    code = "error"
 
-    def __init__(self, message: str, runbook: str = "") -> None:
+    def __init__(self, message: str, runbook: str = "", *, printed: bool = False) -> None:
         text = message if not runbook else f"{message}\nrunbook: {runbook} (docs/runbook.md)"
         super().__init__(text)
+        self.printed = printed
+
+
+def json_error(exc: click.ClickException) -> dict[str, Any]:
+    """The ``{"code", "text", "exit_code"}`` object a failure prints on stdout under ``--json``:
+    code ``unreachable`` (a role does not answer), ``usage`` (a bad argument or option), else the
+    exception's ``code`` attribute or ``error``."""
+    code = "usage" if isinstance(exc, click.UsageError) else str(getattr(exc, "code", "error"))
+    return {"code": code, "text": exc.format_message(), "exit_code": exc.exit_code}
+
+
+class JsonErrors(click.Group):
+    """A group that, when the command line holds ``--json`` (before any ``--``), prints every
+    failure of its commands as a JSON object (`json_error`) on stdout before click prints the
+    sentence on stderr and exits with the usual code. Replies `emit` already printed are not
+    printed twice."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ahead = args[: args.index("--")] if "--" in args else args
+        ctx.meta[JSON_META] = "--json" in ahead
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            if ctx.meta.get(JSON_META) and not getattr(exc, "printed", False):
+                click.echo(json.dumps(json_error(exc), ensure_ascii=True, indent=2))
+            raise
 
 
 def request(role: str, path: Path, body: Body, timeout: float = 120.0) -> Body:
@@ -77,6 +120,11 @@ def broker_admin(path: Path, command: str, arg: str = "", timeout: float = 120.0
     return reply
 
 
+def emit_call(ask: Callable[[], MemoryAdminReply | BrokerAdminReply], as_json: bool) -> None:
+    """`emit` the reply of `ask` (a role's failure under `as_json` is printed by `JsonErrors`)."""
+    emit(ask(), as_json)
+
+
 def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
     """Print a reply: its text, or its data as JSON. A refused command exits 1 with its sentence on
     stderr; with `as_json` it also prints ``{"code": "refused:…", "text": "…", …data}`` on stdout.
@@ -91,7 +139,8 @@ def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
                 json.dumps({"code": code, "text": reply.text, **reply.data}, ensure_ascii=True, indent=2)
             )
         rule = code.removeprefix("refused:")
-        raise RoleRefused(reply.text if f"({rule})" in reply.text else f"{code}: {reply.text}")
+        text = reply.text if f"({rule})" in reply.text else f"{code}: {reply.text}"
+        raise RoleRefused(text, printed=as_json)
     if as_json:
         click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
     else:

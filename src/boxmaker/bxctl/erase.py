@@ -321,10 +321,10 @@ def memory_erase(  # noqa: PLR0917 (click passes each option as an argument)
         _print_plan(run, memory, loop, broker, as_json)
     else:
         if "memoryd" in run.down:
-            raise click.ClickException(MEMORYD_DOWN)
+            raise client.RoleDown(MEMORYD_DOWN)
         others = [role for role in ("loopd", "brokerd") if role in run.down]
         if others and not allow_unevaluated:
-            raise click.ClickException(role_down_sentence(others))
+            raise client.RoleDown(role_down_sentence(others))
         tombstone, holders, reasons = run.execute(decided_at)
         _print_receipt(tombstone, holders, reasons, run.down, as_json)
     if run.down:

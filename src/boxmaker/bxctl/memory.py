@@ -303,7 +303,8 @@ def memory_items(
 ) -> None:
     """List the memory items: id, date, kind, status, subject, label, Source and text.
 
-    A superseded item shows the item that replaced it (superseded -> mem-...).
+    A superseded item shows the item that replaced it (superseded -> mem-...). A withdrawn item
+    shows (withdrawn) in place of its text; `bxctl memory item ID` shows it, marked.
 
     \b
     Example:
@@ -323,6 +324,9 @@ def memory_items(
 @pass_state
 def memory_item(state: State, item_id: str, memory_socket: Path | None, as_json: bool) -> None:
     """Show one item with every field: id, kind, subject, Scope, Status, Source, Confidence, label.
+
+    A withdrawn item's text is shown here, marked withdrawn, because you asked for it by id; listings
+    and recall keep it out.
 
     \b
     Example:
@@ -689,15 +693,16 @@ def memory_feedback(
 @memory.command(name="warm")
 @click.argument("item_id")
 @memory_socket_option
+@json_option
 @pass_state
-def memory_warm(state: State, item_id: str, memory_socket: Path | None) -> None:
+def memory_warm(state: State, item_id: str, memory_socket: Path | None, as_json: bool) -> None:
     """Undo autodream's cooling of knowledge item ITEM_ID: it goes back under Facts and lessons.
 
     \b
     Example:
         bxctl memory warm mem-2026-11-29-001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "warm", item_id), False)
+    client.emit(client.admin(_socket(state, memory_socket), "warm", item_id), as_json)
 
 
 @memory.group(name="dream")
@@ -746,15 +751,16 @@ def memory_dream_apply(state: State, session: str, memory_socket: Path | None, a
 @memory_dream.command(name="discard")
 @click.argument("session")
 @memory_socket_option
+@json_option
 @pass_state
-def memory_dream_discard(state: State, session: str, memory_socket: Path | None) -> None:
+def memory_dream_discard(state: State, session: str, memory_socket: Path | None, as_json: bool) -> None:
     """Close the staged pass SESSION without applying any of it.
 
     \b
     Example:
         bxctl memory dream discard job-dream-t1790000000
     """
-    client.emit(client.admin(_socket(state, memory_socket), "dream-discard", session), False)
+    client.emit(client.admin(_socket(state, memory_socket), "dream-discard", session), as_json)
 
 
 # Erasure (seed 003 section 12.3): `bxctl memory erase`, `bxctl memory erasures` (module `erase`).

@@ -47,27 +47,41 @@ def memory_proposals(ctx: click.Context, show_all: bool, memory_socket: Path | N
 
 @memory_proposals.command(name="accept")
 @click.argument("proposal_id")
+@click.option(
+    "--untrusted-ok",
+    is_flag=True,
+    help="Accept a proposal filed by a session that had read untrusted content (listed as untrusted).",
+)
 @memory_socket_option
+@json_option
 @pass_state
-def proposals_accept(state: State, proposal_id: str, memory_socket: Path | None) -> None:
+def proposals_accept(
+    state: State, proposal_id: str, untrusted_ok: bool, memory_socket: Path | None, as_json: bool
+) -> None:
     """Accept PROPOSAL_ID: your decision is journalled and its rule appended to conventions.md.
+
+    A proposal from a session that had read untrusted content is refused unless --untrusted-ok.
 
     \b
     Example:
         bxctl memory proposals accept mempolicy-2026-09-24-001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "proposal-accept", proposal_id), False)
+    args = {"untrusted_ok": True} if untrusted_ok else {}
+    socket = _socket(state, memory_socket)
+    client.emit_call(lambda: client.admin(socket, "proposal-accept", proposal_id, args), as_json)
 
 
 @memory_proposals.command(name="reject")
 @click.argument("proposal_id")
 @memory_socket_option
+@json_option
 @pass_state
-def proposals_reject(state: State, proposal_id: str, memory_socket: Path | None) -> None:
+def proposals_reject(state: State, proposal_id: str, memory_socket: Path | None, as_json: bool) -> None:
     """Reject PROPOSAL_ID (journalled); conventions.md is unchanged.
 
     \b
     Example:
         bxctl memory proposals reject mempolicy-2026-09-24-001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "proposal-reject", proposal_id), False)
+    socket = _socket(state, memory_socket)
+    client.emit_call(lambda: client.admin(socket, "proposal-reject", proposal_id), as_json)

@@ -29,7 +29,7 @@
 | erase | args: items, sessions, texts, authority, erasure_id, decided_at, holders, held | the tombstone |
 | erasures | | the erasure tombstones (memory/erasures.jsonl) |
 | proposals | args: {"all": bool} | pending proposals (all with `all`), refs and eligibility (`proposals`) |
-| proposal-accept, proposal-reject | arg: proposal id | the owner's decision (accept: into conventions.md) |
+| proposal-accept, proposal-reject | arg: proposal id; args: {"untrusted_ok"} | the decision |
 | reconcile | arg: subject; args: {"keep"} | `itemops.reconcile` as the owner (seed 003 15.2.1) |
 | review | | the cleanup plan (`plan`); changes nothing (seed 003 section 16) |
 | feedback | args: retrieval, verdict, items, role, confidence, outcome, decision, evidence | owner event |
@@ -124,6 +124,7 @@ ARGS: dict[str, frozenset[str]] = {
 }
 ARGS["item-status"] = frozenset({"status"})
 ARGS["proposals"] = frozenset({"all"})
+ARGS["proposal-accept"] = frozenset({"untrusted_ok"})
 # Skeptical recall, review and metamemory (issue 7; seed 003 sections 15.2.1, 16, 23).
 NO_ARG = NO_ARG | {"review", "feedback"}
 ARGS["reconcile"] = frozenset({"keep"})
@@ -373,7 +374,8 @@ def _note(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 def _items(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     """The items, erased ones only with ``all``; filtered by kind, status and subject (exact). A
-    withdrawn item is shown, marked ``withdrawn (memwd-…)``, with ``withdrawn`` in its data."""
+    withdrawn item is shown, marked ``withdrawn (memwd-…)``, with ``withdrawn`` in its data and
+    ``(withdrawn)`` in place of its text (withdrawn content stays out of listings; ``item ID`` shows it)."""
     wanted = {key: request.args.get(key) for key in ("kind", "status", "subject")}
     show_all = request.args.get("all", False)
     strings = all(v is None or isinstance(v, str) for v in wanted.values())
@@ -395,7 +397,7 @@ def _items(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
         if (show_all or not item.erased)
         and all(v is None or getattr(item, k) == v for k, v in wanted.items())
     ]
-    data = [_item_data(item, withdrawn) for item in shown]
+    data = [_item_data(item, withdrawn, listing=True) for item in shown]
     if not shown:
         return MemoryAdminReply("(no items)", data)
     return MemoryAdminReply("\n".join(_item_row(item, withdrawn, hidden) for item in shown), data)
@@ -428,15 +430,21 @@ def _label_word(item: Item) -> str:
 
 def _item_row(item: Item, withdrawn: dict[str, list[str]], hidden: frozenset[str]) -> str:
     status = _status_word(item, withdrawn, hidden)
-    text = escape_line(item.text)
+    text = WITHDRAWN_TEXT if item.id in withdrawn else escape_line(item.text)
     snippet = text if len(text) <= 60 else text[:59] + "…"
     fields = [item.id, item.date, item.kind, status, escape_line(item.subject or "-"), _label_word(item)]
     return "  ".join([*fields, escape_line(item.source)]) + "  " + snippet
 
 
-def _item_data(item: Item, withdrawn: dict[str, list[str]]) -> dict[str, Any]:
+#: What a listing shows in place of a withdrawn item's text.
+WITHDRAWN_TEXT = "(withdrawn)"
+
+
+def _item_data(item: Item, withdrawn: dict[str, list[str]], listing: bool = False) -> dict[str, Any]:
     data: dict[str, Any] = msgspec.to_builtins(item)
     data["withdrawn"] = list(withdrawn.get(item.id, []))
+    if listing and item.id in withdrawn:
+        data["text"] = WITHDRAWN_TEXT
     return data
 
 
@@ -458,7 +466,10 @@ def _item(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 def _structured(item: Item, withdrawn: dict[str, list[str]], hidden: frozenset[str]) -> str:
     """Seed 003 section 9's canonical structured form, escaped, with the label and the capture."""
-    lines = [f"- [{item.date}] ({item.kind}) {escape_line(item.text) if not item.erased else '(erased)'}"]
+    text = escape_line(item.text) if not item.erased else "(erased)"
+    if item.id in withdrawn and not item.erased:
+        text = f"(withdrawn; kept out of listings and recall, shown because you asked for it) {text}"
+    lines = [f"- [{item.date}] ({item.kind}) {text}"]
     after = item.superseded_by
     if after is not None and after in hidden:
         after += " (withdrawn)" if after in withdrawn else " (erased)"
@@ -735,7 +746,8 @@ def _proposal_decision(accept: bool) -> Command:
             raise InvalidBody(
                 "memory_admin", f"{request.arg[:40]!r} is not a proposal id (mempolicy-YYYY-MM-DD-NNN)"
             )
-        return _answer(memory.write(lambda: proposals.decide(memory, request.arg, accept)))
+        untrusted_ok = request.args.get("untrusted_ok") is True
+        return _answer(memory.write(lambda: proposals.decide(memory, request.arg, accept, untrusted_ok)))
 
     return decide
 
@@ -763,13 +775,23 @@ def _review(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 def _feedback(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
-    """The owner's feedback event (`Memoryd.record_feedback`, ``recorded_by: owner``)."""
-    return _answer(memory.record_feedback(dict(request.args)))
+    """The owner's feedback event (`Memoryd.record_feedback`, ``recorded_by: owner``); the reply's
+    data: ``{"code", "edit", "feedback_id"}`` (the new ``memfb-`` id once recorded)."""
+    answer = memory.record_feedback(dict(request.args))
+    reply = _answer(answer)
+    recorded = re.search(r"\bmemfb-\d{4}-\d{2}-\d{2}-\d{3,}\b", answer.output) if answer.ok else None
+    if recorded is not None and isinstance(reply.data, dict):
+        reply.data["feedback_id"] = recorded.group(0)
+    return reply
 
 
 def _feedback_of(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
-    """Every feedback event naming item ``arg``, oldest first."""
+    """Every feedback event naming item ``arg``, oldest first; ``refused:not-found`` for an id the
+    store does not hold."""
     _item_id(request.arg)
+    if memory.items.get(request.arg) is None:
+        refusal = sentences.item_not_found(request.arg)
+        return MemoryAdminReply(refusal.sentence, {"code": refusal.code})
     try:
         found = metamemory.of_item(metamemory.read_feedback(memory.config.layout.memory), request.arg)
     except OSError as exc:

@@ -51,7 +51,7 @@ from boxmaker.memoryd.journal import Append, encode_line, read_jsonl
 from boxmaker.memoryd.notes import Note, render, render_header
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.proto import fsio
-from boxmaker.proto.labels import Label
+from boxmaker.proto.labels import DataClass, Label
 
 FORMAT = "boxmaker-memory-export-v1"
 CONTROLS_FILE = "controls.jsonl"
@@ -315,10 +315,10 @@ def plan_import(
 ) -> ImportPlan | Refusal:
     """Validate the whole bundle against the target's items and controls. Pure.
 
-    Every imported item is marked untrusted unless `trusted` (the owner says the bundle is theirs and
-    unmodified): a bundle's labels are only its file's word. A new control may not supersede a record
-    this memory already holds: a reinstatement of this home's withdrawal is made here
-    (``bxctl memory reinstate``), never by a bundle."""
+    Every imported item is marked untrusted, and its class at least private, unless `trusted` (the
+    owner says the bundle is theirs and unmodified): a bundle's labels are only its file's word. A new
+    control may not supersede a record this memory already holds: a reinstatement of this home's
+    withdrawal is made here (``bxctl memory reinstate``), never by a bundle."""
     events, controls = bundle.get("items"), bundle.get("controls")
     withdrawn = bundle.get("withdrawn", [])
     if not isinstance(events, list):
@@ -395,9 +395,10 @@ def plan_import(
 
 def _capture(event: dict[str, Any], trusted: bool) -> dict[str, Any]:
     """A validated capture event with exactly the fields of the item log (nothing else carried),
-    untrusted unless `trusted`."""
+    untrusted and at least private unless `trusted` (a tampered bundle cannot lower the class)."""
     item = captured(event)
-    label = item.label if trusted else Label(item.label.data_class, True)
+    floor = max(item.label.data_class, DataClass.PRIVATE)
+    label = item.label if trusted else Label(floor, True)
     return capture_event(
         ident=item.id,
         time=item.time,

@@ -20,6 +20,10 @@ without being known here), by kind:
   appended) and shows no text;
 - ``recalls/*.jsonl``: a recall made by an erased session, or one that found an erased note or a
   record of an erased session, has its query replaced (it quotes what it looked for);
+- ``feedback.jsonl`` and the journal's ``feedback``: an event naming an erased item keeps its ids but its
+  ``outcome`` and ``action_or_decision`` become the marker (they may paraphrase it);
+- ``proposals.jsonl`` and the journal's ``proposals``: a proposal citing an erased item keeps its id and
+  refs but its ``proposed_change``, ``expected_benefit`` and ``risk`` become the marker;
 - any ``*.jsonl``: each line parsed, every string value scrubbed, re-encoded as ASCII JSON;
 - anything else (``archive/*.md``, ``index.md``, ``topics/*.md``, ``soul.md``, torn tails, …): the
   texts replaced as bytes, raw and JSON-escaped.
@@ -79,6 +83,12 @@ log = logging.getLogger("boxmaker.memoryd.erase")
 ERASURES_FILE = "erasures.jsonl"
 #: Files under memory/ that are never scrubbed: the lock, and the content-free tombstones.
 NOT_SCRUBBED = frozenset({".lock", ERASURES_FILE})
+#: feedback.jsonl (`metamemory.FEEDBACK_FILE`) and the free text of a feedback event naming an erased item.
+FEEDBACK_FILE = "feedback.jsonl"
+FEEDBACK_TEXTS = ("outcome", "action_or_decision")
+#: proposals.jsonl (`proposals.PROPOSALS_FILE`) and the free text of a proposal citing an erased item.
+PROPOSALS_FILE = "proposals.jsonl"
+PROPOSALS_TEXTS = ("proposed_change", "expected_benefit", "risk")
 #: A holder reference: a path or id, never a sentence.
 _HOLDER_REF = re.compile(r"^[A-Za-z0-9._:/#@-]{1,200}\Z")
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
@@ -334,6 +344,10 @@ class Rules:
             return self.scrubber.jsonl(data, line=self._journal_line)
         if rel.startswith("recalls/") and name.endswith(".jsonl"):
             return self.scrubber.jsonl(data, line=self._recall_line)
+        if rel == FEEDBACK_FILE:
+            return self.scrubber.jsonl(data, line=self._feedback_event)
+        if rel == PROPOSALS_FILE:
+            return self.scrubber.jsonl(data, line=self._proposal_event)
         if name.endswith(".jsonl"):
             return self.scrubber.jsonl(data)
         if name.endswith(".md"):
@@ -365,10 +379,49 @@ class Rules:
 
     def _journal_line(self, entry: Any) -> bool:
         changed = False
-        if isinstance(entry, dict) and isinstance(entry.get("events"), list):
-            for event in entry["events"]:
-                changed = self._item_event(event) or changed
+        if not isinstance(entry, dict):
+            return False
+        for key, rule in (
+            ("events", self._item_event),
+            ("feedback", self._feedback_event),
+            ("proposals", self._proposal_event),
+        ):
+            if isinstance(entry.get(key), list):
+                for event in entry[key]:
+                    changed = rule(event) or changed
         return changed
+
+    def _mark_fields(self, event: dict[str, Any], keys: tuple[str, ...]) -> bool:
+        changed = False
+        for key in keys:
+            if key in event and event[key] != self.scrubber.mark:
+                event[key] = self.scrubber.mark
+                self.scrubber.count += 1
+                changed = True
+        return changed
+
+    def _feedback_event(self, event: Any) -> bool:
+        """A feedback event naming an erased item keeps its ids (lineage) but loses its free text,
+        which may paraphrase the item: ``outcome`` and ``action_or_decision`` become the marker."""
+        if not isinstance(event, dict):
+            return False
+        named = event.get("memory_item_ids")
+        if not isinstance(named, list) or not any(i in self.items for i in named):
+            return False
+        return self._mark_fields(event, FEEDBACK_TEXTS)
+
+    def _proposal_event(self, event: Any) -> bool:
+        """A proposal citing an erased item (or an archive anchor of one) keeps its ids and refs but
+        loses its free text: ``proposed_change``, ``expected_benefit`` and ``risk`` become the marker."""
+        if not isinstance(event, dict) or event.get("event") != "proposal":
+            return False
+        refs = event.get("supporting_refs")
+        if not isinstance(refs, list):
+            return False
+        cited = {str(r).rsplit("#", 1)[-1] for r in refs}
+        if not cited & self.items:
+            return False
+        return self._mark_fields(event, PROPOSALS_TEXTS)
 
     def _recall_line(self, line: Any) -> bool:
         """A recall made by an erased session, or that found erased content, loses its query: the

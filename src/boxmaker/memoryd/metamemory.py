@@ -311,7 +311,7 @@ def build_event(
     docstring, in that order), or the refusal. `session` is the recording session or "owner"."""
     owner = session == OWNER_SESSION
     if retrieval is None:
-        return sentences.retrieval_not_found(args.retrieval)
+        return sentences.retrieval_not_found(args.retrieval, owner)
     if not owner and retrieval.get("session") != session:
         return sentences.retrieval_not_found(args.retrieval)
     retrieved = [str(i) for i in retrieval.get("memory_item_ids") or [] if isinstance(i, str)]

@@ -26,9 +26,10 @@ line carries the same event under ``"proposals"`` (so `replay` rebuilds the file
 Supporting references (`ref_problem`): item ids ``mem-…`` must name an item of the store that is not
 erased or withdrawn; archive anchors ``archive/YYYY-MM-DD.md`` (optionally ``#mem-…``) must name an
 archive file that exists and is not withdrawn; feedback ids ``memfb-YYYY-MM-DD-NNN`` and retrieval
-ids ``memret-YYYY-MM-DD-NNN`` (seed 23.2) are checked for their form. Independence (`independent`):
-references count once per origin: an item (or an archive anchor naming one) by the session that
-captured it, an archive day by its file, a feedback or retrieval id by itself.
+ids ``memret-YYYY-MM-DD-NNN`` (seed 23.2) must name an event of feedback.jsonl or a line of the recall
+log (else ``refused:not-found`` naming the ref). Independence (`independent`): references count once
+per origin: an item (or an archive anchor naming one) by the session that captured it, a merged item
+and its members as one, an archive day by its file, a feedback or retrieval id by itself.
 
 Every text field passes the write check (`check.check_text`, ``refused:secret`` included); a refusal
 writes nothing. Accepting re-runs the checks of an `add` to conventions.md (`edits.add`: empty,
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from boxmaker.memoryd import edits, sentences
+from boxmaker.memoryd import edits, metamemory, sentences
 from boxmaker.memoryd.archive import ARCHIVE_DIR
 from boxmaker.memoryd.arguments import ProposeArgs
 from boxmaker.memoryd.check import check_text
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from boxmaker.memoryd.service import Memoryd
 
 PROPOSALS_FILE = "proposals.jsonl"
+RECALLS_DIR = "recalls"
 PENDING = "pending-review"
 ACCEPTED = "accepted"
 REJECTED = "rejected"
@@ -193,26 +195,50 @@ def ref_problem(ref: str, items: Mapping[str, Item], excluded: Exclusion, memory
     for form in (_FEEDBACK, _RETRIEVAL):
         match = form.match(ref)
         if match is not None:
-            return None if _real_date(match.group(1)) else sentences.bad_ref(ref, "has no real date")
+            if not _real_date(match.group(1)):
+                return sentences.bad_ref(ref, "has no real date")
+            if form is _FEEDBACK:
+                known = any(e.get("event_id") == ref for e in metamemory.read_feedback(memory_dir))
+            else:
+                known = metamemory.find_retrieval(memory_dir / RECALLS_DIR, ref) is not None
+            return None if known else sentences.ref_not_found(ref)
     return sentences.bad_ref(
         ref, "is not an item id mem-…, an archive anchor archive/YYYY-MM-DD.md, memfb-… or memret-…"
     )
 
 
-def origin(ref: str, items: Mapping[str, Item]) -> str:
-    """What a reference's evidence comes from, for counting independent references."""
+def origins(ref: str, items: Mapping[str, Item]) -> set[str]:
+    """What a reference's evidence comes from, for counting independent references: an item's
+    capturing session and, for a merged item or one of its members, the merge (``merge:<id>``)."""
     archived = _ARCHIVE.match(ref)
     ident = ref if is_item_id(ref) else (archived.group(2) if archived else None)
     if ident is not None and ident in items:
-        return f"session:{items[ident].session}"
+        item = items[ident]
+        found = {f"session:{item.session}"}
+        seen: set[str] = set()
+        while item.merged_into and item.merged_into in items and item.id not in seen:
+            seen.add(item.id)
+            item = items[item.merged_into]
+        if item.sources or item.id != ident:
+            found.add(f"merge:{item.id}")
+        return found
     if archived is not None:
-        return f"archive:{archived.group(1)}"
-    return ref
+        return {f"archive:{archived.group(1)}"}
+    return {ref}
 
 
 def independent(refs: Iterable[str], items: Mapping[str, Item]) -> int:
-    """How many independent origins `refs` cite (`origin`)."""
-    return len({origin(ref, items) for ref in refs})
+    """How many independent pieces of evidence `refs` cite: references sharing an origin
+    (`origins`: a session, a merge, an archive day) count once, transitively."""
+    groups: list[set[str]] = []
+    for ref in dict.fromkeys(refs):
+        keys = origins(ref, items)
+        joined = [g for g in groups if g & keys]
+        for group in joined:
+            keys |= group
+            groups.remove(group)
+        groups.append(keys)
+    return len(groups)
 
 
 # The memory action `propose` ---------------------------------------------------------------------
@@ -233,6 +259,7 @@ def propose(memory: Memoryd, caller: Caller, args: ProposeArgs) -> Answer:
 
     Refusals: ``refused:arguments`` (lengths, the target's form), a write-check code on any text
     field (``refused:secret`` …), ``refused:refs`` (none given, or one that names nothing),
+    ``refused:not-found`` (a feedback or retrieval id not recorded),
     ``refused:duplicate`` (the same change to the same target already pending),
     ``refused:unavailable`` (a store file cannot be read).
     """
@@ -259,12 +286,12 @@ def propose(memory: Memoryd, caller: Caller, args: ProposeArgs) -> Answer:
             events = read_events(path)
             items = memory.writer.items.items()
             excluded = memory.controls.exclusion()
+            problems = (ref_problem(ref, items, excluded, memory.store.dir) for ref in wanted)
+            problem = next((p for p in problems if p is not None), None)
         except OSError as exc:
             return Answer(f"{exc}; nothing was written", "refused:unavailable")
-        for ref in wanted:
-            problem = ref_problem(ref, items, excluded, memory.store.dir)
-            if problem is not None:
-                return Answer.refused(problem)
+        if problem is not None:
+            return Answer.refused(problem)
         for existing in fold(events).values():
             if existing.status == PENDING and (existing.target, existing.proposed_change) == (target, change):
                 return Answer.refused(sentences.proposal_duplicate(existing.proposal_id))
@@ -305,9 +332,11 @@ def _append(event: dict[str, Any]) -> Append:
 # The owner's decisions ---------------------------------------------------------------------------
 
 
-def decide(memory: Memoryd, ident: str, accept: bool) -> Answer:
+def decide(memory: Memoryd, ident: str, accept: bool, untrusted_ok: bool = False) -> Answer:
     """The owner's accept (the rule appended to conventions.md) or reject of a pending proposal, in
     one journal commit; refused with nothing written: ``refused:not-found``, ``refused:decided``,
+    ``refused:untrusted`` (accepting a proposal filed by a session that had read untrusted content
+    needs `untrusted_ok`),
     ``refused:duplicate`` (conventions.md already holds the rule), ``refused:limit`` (2,000 characters,
     or soul.md with conventions.md over 4,000), a write-check code, ``refused:unavailable``."""
     with memory.writer.lock:
@@ -319,6 +348,8 @@ def decide(memory: Memoryd, ident: str, accept: bool) -> Answer:
             return Answer.refused(sentences.proposal_not_found(ident))
         if found.status != PENDING:
             return Answer.refused(sentences.proposal_decided(ident, found.status))
+        if accept and found.label.untrusted and not untrusted_ok:
+            return Answer.refused(sentences.proposal_untrusted(ident, found.proposed_by))
         reserved = memory.journal.reserve()
         decision = {
             "event": "decision",

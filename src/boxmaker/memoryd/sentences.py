@@ -519,6 +519,14 @@ def bad_ref(ref: str, why: str) -> Refusal:
     return Refusal("refused:refs", f"refused (refs): {ref[:80]!r} {why}; nothing was written")
 
 
+def ref_not_found(ref: str) -> Refusal:
+    """A feedback or retrieval id that feedback.jsonl or the recall log does not hold."""
+    return Refusal(
+        "refused:not-found",
+        f"refused (not-found): {ref[:80]!r} names no recorded feedback or retrieval; nothing was written",
+    )
+
+
 def bad_target(target: str) -> Refusal:
     """A proposal's target that is neither ``conventions`` nor ``<element>:<name>``."""
     return Refusal(
@@ -555,6 +563,16 @@ def proposal_not_found(ident: str) -> Refusal:
     return Refusal("refused:not-found", f"no proposal {ident[:60]}; see bxctl memory proposals --all")
 
 
+def proposal_untrusted(ident: str, session: str) -> Refusal:
+    """Accepting a proposal filed by a tainted session, without the owner's explicit consent."""
+    return Refusal(
+        "refused:untrusted",
+        f"refused (untrusted): {ident} came from session {session[:60]}, which had read untrusted "
+        "content; read it with bxctl memory proposals, then accept it with --untrusted-ok; "
+        "nothing was changed",
+    )
+
+
 def proposal_decided(ident: str, status: str) -> Refusal:
     """A proposal already accepted or rejected."""
     return Refusal("refused:decided", f"{ident} was already {status}; nothing was changed")
@@ -585,12 +603,13 @@ def rejected_proposal(ident: str, edit: str) -> str:
 # Skeptical recall, review and metamemory (seed 003 sections 15.2, 16 and 23; issue 7) -----------------
 
 
-def retrieval_not_found(ident: str) -> Refusal:
+def retrieval_not_found(ident: str, owner: bool = False) -> Refusal:
     """Feedback names a retrieval the recall log does not hold (or, from a session, one of another
     session)."""
+    whose = "" if owner else " of this session"
     return Refusal(
         "refused:not-found",
-        f"no retrieval {ident[:40]!r} of this session; feedback names the retrieval id a recall answer "
+        f"no retrieval {ident[:40]!r}{whose}; feedback names the retrieval id a recall answer "
         "showed (memret-YYYY-MM-DD-NNN); nothing was recorded",
     )
 
