@@ -204,6 +204,15 @@ def test_archive_config_enabled_false_and_unknown_keys(home: Path, clock: Clock,
         load(config)
 
 
+def generated_files(root: Path, wanted: tuple[str, ...]) -> dict[str, bytes]:
+    """The files named `wanted` under `root`, and archive/ and topics/, by relative path."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and (p.name in wanted or p.parent.name in ("archive", "topics"))
+    }
+
+
 def test_replaying_the_journal_rebuilds_the_files_byte_for_byte(
     home: Path, service: Memoryd, clock: Clock, tmp_path: Path
 ) -> None:
@@ -232,15 +241,8 @@ def test_replaying_the_journal_rebuilds_the_files_byte_for_byte(
     out = tmp_path / "replayed"
     replay.replay(journal(service), out, withdrawn_by_id)
 
-    def files(root: Path) -> dict[str, bytes]:
-        wanted = ("items.jsonl", "controls.jsonl", "notes.md", "memory.md", "user.md", "index.md")
-        return {
-            str(p.relative_to(root)): p.read_bytes()
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and (p.name in wanted or p.parent.name in ("archive", "topics"))
-        }
-
-    original, rebuilt = files(memory), files(out)
+    wanted = ("items.jsonl", "controls.jsonl", "notes.md", "memory.md", "user.md", "index.md")
+    original, rebuilt = generated_files(memory, wanted), generated_files(out, wanted)
     assert sorted(original) == sorted(rebuilt)
     assert {
         "archive/2026-09-24.md",
@@ -277,15 +279,8 @@ def test_replay_after_an_erasure_honours_its_tombstone(
     out = tmp_path / "replayed"
     replay.replay(journal(service), out, withdrawn_by_id)
 
-    def files(root: Path) -> dict[str, bytes]:
-        wanted = ("items.jsonl", "notes.md", "memory.md", "user.md", "index.md", "erasures.jsonl")
-        return {
-            str(p.relative_to(root)): p.read_bytes()
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and (p.name in wanted or p.parent.name in ("archive", "topics"))
-        }
-
-    original, rebuilt = files(memory), files(out)
+    wanted = ("items.jsonl", "notes.md", "memory.md", "user.md", "index.md", "erasures.jsonl")
+    original, rebuilt = generated_files(memory, wanted), generated_files(out, wanted)
     assert sorted(original) == sorted(rebuilt)
     assert "erasures.jsonl" in original
     for name in original:

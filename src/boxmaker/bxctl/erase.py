@@ -50,21 +50,6 @@ from boxmaker.proto.messages import BrokerAdmin, LoopAdmin, MemoryAdmin
 
 _ITEM_ID = r"^mem-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{3,}\Z"
 
-#: The holders listed for a role that does not answer (with the sessions' own refs added).
-MEMORYD_HOLDERS = (
-    "memory/items.jsonl",
-    "memory/notes.md",
-    "memory/memory.md",
-    "memory/user.md",
-    "memory/archive/",
-    "memory/edits/",
-    "memory/recalls/",
-    "memory/pending.jsonl",
-    "memory/controls.jsonl",
-    "memory/projections",
-    "index/memory.sqlite3",
-)
-
 
 class _Down(Exception):
     """A role did not answer (or answered with an error frame)."""
@@ -240,7 +225,7 @@ class _Erasure:
             memory_args["held"] = self.held
         done = self.ask("memoryd", MemoryAdmin(command="erase", args=memory_args), timeout=3600.0)
         if done is None:
-            return None, holders + _down_holders(list(MEMORYD_HOLDERS)), reasons
+            return None, holders + _down_holders(list(erasure.MEMORYD_HOLDERS)), reasons
         return done["tombstone"], holders, reasons
 
 

@@ -93,19 +93,7 @@ PROPOSALS_TEXTS = ("proposed_change", "expected_benefit", "risk")
 _HOLDER_REF = re.compile(r"^[A-Za-z0-9._:/#@-]{1,200}\Z")
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
 #: The holders memoryd always lists (seed 12.3's scope analysis), even when they hold nothing.
-FIXED_HOLDERS = (
-    "memory/items.jsonl",
-    "memory/notes.md",
-    "memory/memory.md",
-    "memory/user.md",
-    "memory/archive/",
-    "memory/edits/",
-    "memory/recalls/",
-    "memory/pending.jsonl",
-    "memory/controls.jsonl",
-    "memory/projections",
-    "index/memory.sqlite3",
-)
+FIXED_HOLDERS = erasure.MEMORYD_HOLDERS
 INDEX_HOLDER = "index/memory.sqlite3"
 
 

@@ -58,6 +58,22 @@ def _nothing(item: Item) -> bool:
     return False
 
 
+def supersede_event(prior: Item, current: Item, subject: str, by: str, reserved: Reserved) -> dict[str, Any]:
+    """The ``supersede`` item event (seed 003 section 14.2's log: subject, prior and new date and
+    value), committed under the reserved edit id."""
+    return {
+        "event": "supersede",
+        "time": reserved.time,
+        "old": prior.id,
+        "new": current.id,
+        "subject": subject,
+        "prior": {"date": prior.date, "text": prior.text},
+        "current": {"date": current.date, "text": current.text},
+        "by": by,
+        "edit": reserved.id,
+    }
+
+
 def supersede(writer: Writer, old: str, new: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
     """Record that item `new` supersedes item `old` (module docstring), or refuse.
 
@@ -78,17 +94,7 @@ def supersede(writer: Writer, old: str, new: str, by: Caller, excluded: Excluded
         prior, current = decided
         subject = str(prior.subject)
         reserved = writer.journal.reserve()
-        event = {
-            "event": "supersede",
-            "time": reserved.time,
-            "old": prior.id,
-            "new": current.id,
-            "subject": subject,
-            "prior": {"date": prior.date, "text": prior.text},
-            "current": {"date": current.date, "text": current.text},
-            "by": by.session,
-            "edit": reserved.id,
-        }
+        event = supersede_event(prior, current, subject, by.session, reserved)
         line = writer.journal.commit(_change(by, "supersede", event, reserved))
     return Answer(sentences.superseded(old, new, subject), sentences.OK, str(line["id"]))
 
@@ -206,18 +212,7 @@ def reconcile(writer: Writer, subject: str, keep: str, by: Caller) -> Answer:
                 return Answer.refused(sentences.supersede_tainted(prior.id, keep))
         reserved = writer.journal.reserve()
         events = [
-            {
-                "event": "supersede",
-                "time": reserved.time,
-                "old": prior.id,
-                "new": kept.id,
-                "subject": subject,
-                "prior": {"date": prior.date, "text": prior.text},
-                "current": {"date": kept.date, "text": kept.text},
-                "by": by.session,
-                "edit": reserved.id,
-                "reconcile": True,
-            }
+            {**supersede_event(prior, kept, subject, by.session, reserved), "reconcile": True}
             for prior in others
         ]
         change = _change(by, "reconcile", events[0], reserved)

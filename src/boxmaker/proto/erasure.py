@@ -57,6 +57,23 @@ LIMITATIONS: dict[str, str] = {
 }
 
 
+#: memoryd's holders (seed 12.3's scope analysis): listed by memoryd even when they hold nothing, and by
+#: bxctl when memoryd does not answer.
+MEMORYD_HOLDERS = (
+    "memory/items.jsonl",
+    "memory/notes.md",
+    "memory/memory.md",
+    "memory/user.md",
+    "memory/archive/",
+    "memory/edits/",
+    "memory/recalls/",
+    "memory/pending.jsonl",
+    "memory/controls.jsonl",
+    "memory/projections",
+    "index/memory.sqlite3",
+)
+
+
 def is_erasure_id(value: str) -> bool:
     """True for ``memerase-YYYY-MM-DD-NNN``."""
     return _ERASURE_ID.match(value) is not None
