@@ -29,7 +29,11 @@ command; nothing here runs one):
 
 Withdrawn items (seed 12.2) are left out of every section but the controls' own. Nothing is written:
 not memory/, not the index, not the recall log. ``data``: ``{"changed": false, "sections": [{"name",
-"title", "count", "do", "rows"}]}``.
+"title", "count", "do", "rows", "more", "see"}]}``. Each section shows at most `SHOWN` rows, in text and
+data (``count`` is every row, ``more`` the rest, ``see`` the command listing them; the text says ``… and
+K more; see <command>``), and a row's id list at most `ROW_IDS` (``items_count`` all), so the reply stays
+far under the frame limit whatever the home's size; identical duplicates pair with the first item of
+their text (not every pair).
 """
 
 from __future__ import annotations
@@ -55,6 +59,11 @@ if TYPE_CHECKING:
     from boxmaker.memoryd.service import Memoryd
 
 INDEX_LINES = 200
+#: Each section shows at most this many rows (text and data), then a count of the rest, so the reply
+#: stays far under the frame limit whatever the home's size.
+SHOWN = 20
+#: A row's list of item ids is cut to this many (``items_count`` gives them all).
+ROW_IDS = 20
 NEAR = 0.9
 #: Near-duplicate comparison is pairwise: groups (kind, topic) larger than this get exact matches only.
 NEAR_GROUP = 400
@@ -86,16 +95,26 @@ class Section:
     rows: list[dict[str, Any]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     summary: str = ""
+    #: Where the owner sees every row when the section shows only the first `SHOWN`.
+    see: str = "bxctl memory items"
 
     def data(self) -> dict[str, Any]:
-        """The section as ``--json`` prints it."""
+        """The section as ``--json`` prints it: at most `SHOWN` rows, ``count`` all of them, ``more``
+        how many were left out and ``see`` where to list them."""
         return {
             "name": self.name,
             "title": self.title,
             "count": len(self.rows),
             "do": self.do,
-            "rows": self.rows,
+            "rows": self.rows[:SHOWN],
+            "more": max(0, len(self.rows) - SHOWN),
+            "see": self.see,
         }
+
+    def text_lines(self) -> list[str]:
+        """At most `SHOWN` lines, then ``… and K more; see <command>``."""
+        more = len(self.lines) - SHOWN
+        return self.lines[:SHOWN] + ([f"… and {more:,} more; see {self.see}"] if more > 0 else [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +237,7 @@ def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> 
         "each is a candidate for a proposal, never changed by its feedback: read it (bxctl memory feedback "
         "--item ID); if it no longer holds, bxctl memory status ID stale; a rule or policy change goes out "
         "as a proposal (the memory action propose) that you accept or reject (bxctl memory proposals)",
+        see="bxctl memory feedback",
     )
     counts = metamemory.tally(feedback)
     found = [(item, counts[item.id]) for item in visible if item.id in counts]
@@ -268,6 +288,7 @@ def _pending(visible: Sequence[Item], inputs: Inputs) -> Section:
         "Pending cleanup (only you clear these)",
         "decide each: keep it (bxctl memory status ID active) or retire it (bxctl memory status ID stale); "
         "nothing is deleted; a legacy marker: capture the entry as an item and remove the marker by hand",
+        see="bxctl memory items --status pending-cleanup",
     )
     for item in visible:
         if item.status == "pending-cleanup":
@@ -293,6 +314,7 @@ def _duplicates(visible: Sequence[Item]) -> Section:
         "Duplicates (identical or near-identical text)",
         "state: keep the newest (bxctl memory supersede OLD NEW); knowledge: keep both, or retire one "
         "(bxctl memory status ID stale); autodream merges duplicates keeping every source",
+        see="bxctl memory items",
     )
     groups: dict[tuple[str, str], list[Item]] = {}
     for item in visible:
@@ -300,24 +322,25 @@ def _duplicates(visible: Sequence[Item]) -> Section:
             groups.setdefault((item.kind, projections.topic_of(item)), []).append(item)
     for members in groups.values():
         texts = [normalised(i.text) for i in members]
-        paired: set[tuple[str, str]] = set()
-        for a in range(len(members)):
-            for b in range(a + 1, len(members)):
-                same = texts[a] == texts[b]
-                if not same and members[a].kind == "knowledge" and len(members) <= NEAR_GROUP:
-                    matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
-                    same = matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR
-                if same and (members[a].id, members[b].id) not in paired:
-                    paired.add((members[a].id, members[b].id))
-                    how = "identical" if texts[a] == texts[b] else "near-identical"
-                    section.rows.append(
-                        {"ids": [members[a].id, members[b].id], "kind": members[a].kind, "match": how}
-                    )
-                    section.lines.append(
-                        f"{members[a].id} and {members[b].id} ({members[a].kind}, {how}) · "
-                        f"{_short(members[a].text, 60)}"
-                    )
+        first: dict[str, int] = {}
+        for b, text in enumerate(texts):  # identical: each pairs with the first of its text
+            a = first.setdefault(text, b)
+            if a != b:
+                _duplicate(section, members[a], members[b], "identical")
+        if members[0].kind != "knowledge" or len(first) > NEAR_GROUP:
+            continue
+        distinct = sorted(first.values())
+        for x, a in enumerate(distinct):
+            for b in distinct[x + 1 :]:
+                matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
+                if matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR:
+                    _duplicate(section, members[a], members[b], "near-identical")
     return section
+
+
+def _duplicate(section: Section, one: Item, two: Item, how: str) -> None:
+    section.rows.append({"ids": [one.id, two.id], "kind": one.kind, "match": how})
+    section.lines.append(f"{one.id} and {two.id} ({one.kind}, {how}) · {_short(one.text, 60)}")
 
 
 def _conflicts(visible: Sequence[Item]) -> Section:
@@ -325,6 +348,7 @@ def _conflicts(visible: Sequence[Item]) -> Section:
         "conflicts",
         "Conflicts (two or more active state items of one subject)",
         "choose the current value: bxctl memory reconcile SUBJECT --keep ID (the others become history)",
+        see="bxctl memory items --kind state",
     )
     for subject, rows in sorted(active_by_subject(visible).items()):
         if len(rows) < 2:
@@ -344,6 +368,7 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
         "propose; "
         "bxctl memory proposals accept ID) or your own edit; a one-off incident in soul.md or conventions.md "
         "belongs in memory: bxctl memory note TEXT, then remove it from that file by hand",
+        see="bxctl memory items --kind knowledge",
     )
     for name, entries in inputs.identity.items():
         for entry in entries:
@@ -378,6 +403,7 @@ def _withdrawals(inputs: Inputs) -> Section:
         "a conflicting chain: bxctl memory withdraw (its exact scope) --reason reconciliation "
         "--supersedes ONE-OF-THE-HEADS; an in-force withdrawal ends only by bxctl memory reinstate ID; "
         "a withdrawn id in a generated page: restart memoryd (bxctl down; bxctl up), which writes them again",
+        see="bxctl memory controls",
     )
     withdrawn: set[str] = set()
     for chain in inputs.chains:
@@ -409,6 +435,7 @@ def _archive(inputs: Inputs) -> Section:
         + (f" (since the last autodream, {after})" if after else " (autodream never ran)"),
         "let the autodream job distil them (it runs daily; bxctl jobs shows it), or distil by hand with "
         "bxctl memory note; withdrawn items are not counted",
+        see="bxctl memory items (their Source names the archive file)",
     )
     files: dict[str, list[str]] = {}
     for event in inputs.events:
@@ -421,7 +448,7 @@ def _archive(inputs: Inputs) -> Section:
                 continue
             files.setdefault(file, []).append(item.id)
     for file, ids in sorted(files.items()):
-        section.rows.append({"file": file, "items": ids})
+        section.rows.append({"file": file, "items": ids[:ROW_IDS], "items_count": len(ids)})
         section.lines.append(f"{file} · {len(ids):,} item{'' if len(ids) == 1 else 's'} not distilled")
     return section
 
@@ -432,6 +459,7 @@ def _schema(visible: Sequence[Item], inputs: Inputs) -> Section:
         "Schema drift (items missing kind or Source; legacy notes without an item id)",
         "capture each as an item with its kind: bxctl memory note --kind knowledge TEXT, or --kind state "
         "--subject S TEXT (the legacy note stays as it was)",
+        see="bxctl memory items",
     )
     for item in visible:
         missing = [
@@ -461,6 +489,7 @@ def _triggers(visible: Sequence[Item]) -> Section:
         "Topics without triggers of their own",
         "give the topic's items a scope or subject when they are captured (autodream assigns topics and "
         "triggers), so index.md says when to read the page",
+        see="bxctl memory items",
     )
     by_topic: dict[str, list[Item]] = {}
     for item in visible:
@@ -468,7 +497,11 @@ def _triggers(visible: Sequence[Item]) -> Section:
     for name, members in sorted(by_topic.items()):
         if not any(i.scope or i.subject for i in members):
             section.rows.append(
-                {"topic": f"{projections.TOPICS_DIR}/{name}.md", "items": [i.id for i in members]}
+                {
+                    "topic": f"{projections.TOPICS_DIR}/{name}.md",
+                    "items": [i.id for i in members[:ROW_IDS]],
+                    "items_count": len(members),
+                }
             )
             section.lines.append(
                 f"{projections.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject"
@@ -482,7 +515,7 @@ def render(sections: Iterable[Section]) -> str:
     for number, section in enumerate(sections, start=1):
         count = section.summary or (f"{len(section.rows):,}" if section.rows else "none")
         out.append(f"{number}. {section.title}: {count}")
-        out += [f"   - {line}" for line in section.lines]
+        out += [f"   - {line}" for line in section.text_lines()]
         out.append(f"   Do: {section.do if section.rows else 'nothing to do'}")
     return "\n".join(out)
 
