@@ -218,13 +218,15 @@ def test_assign_runs_the_whole_write_check_on_topic_and_triggers(
     arguments = {"topic": "backups", "triggers": ["disk full"]}
     arguments[field] = value if field == "topic" else ["disk full", value]
     answer = ask(memoryd, RUN, action="assign", id=one, **arguments)
-    assert answer.code.startswith("refused:") and answer.code != "refused:arguments", answer
+    assert answer.code.startswith("refused:"), answer
+    assert answer.code != "refused:arguments", answer
     if code is not None:
         assert answer.code == code
     assert f"the field `{field}`" in answer.output
     assert value not in answer.output
     item = memoryd.items.items()[one]
-    assert item.topic is None and item.triggers == ()
+    assert item.topic is None
+    assert item.triggers == ()
     index = (
         (home / "memory" / "index.md").read_text(encoding="utf-8")
         if (home / "memory" / "index.md").exists()

@@ -213,7 +213,7 @@ def test_review_of_a_large_home_is_bounded_per_section(service: Memoryd) -> None
                 source=f"sessions/chat-a/0.jsonl#{n}",
                 session="chat-a",
                 call="c1",
-            )  # fmt: skip
+            )
         )
         events.append({"event": "status", "time": stamp(service), "id": ident, "status": "pending-cleanup",
                        "prior": "active"})  # fmt: skip

@@ -246,7 +246,8 @@ _FIELD_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]| \u00b7 ")
 
 
 def check_field(key: str, value: str) -> str | Refusal:
-    """A capture field (or autodream's `assign` topic and triggers, `itemops.assign`) NFC-normalised and stripped of surrounding white space, or its refusal: a
+    """A capture field (or autodream's `assign` topic and triggers, `itemops.assign`) NFC-normalised
+    and stripped of surrounding white space, or its refusal: a
     line break, control character or `` · `` (``refused:arguments``), blank (``refused:arguments``),
     or any rule of the write check (``refused:<rule>``, the sentence naming the field)."""
     if _FIELD_BAD.search(value):
