@@ -19,7 +19,7 @@ from boxmaker.memoryd.items import fold
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
+from boxmaker.proto.messages import MemoryAdmin, MemoryCall, ToolRequest, ToolResponse
 from conftest import Clock
 
 LABEL = {"class": "private", "untrusted": False}
@@ -235,3 +235,90 @@ def test_assign_runs_the_whole_write_check_on_topic_and_triggers(
     assert value not in index
     good = ask(memoryd, RUN, action="assign", id=one, topic=" Backups ", triggers=["disk full"])
     assert good.code == "ok", good
+
+
+def _undistilled(memoryd: Memoryd) -> int:
+    """What review's archive section counts (only that section: the whole plan compares texts)."""
+    from boxmaker.memoryd import plan
+
+    archive = plan._archive(plan.gather(memoryd)).data()
+    return sum(int(r["items_count"]) for r in archive["rows"])
+
+
+def test_items_archived_after_a_days_pass_are_still_distilled(home: Path, memoryd: Memoryd) -> None:
+    """dream-input's scope and review's archive section are one thing: archived items no pass showed."""
+    write_job(home, "dream", True, "started")
+    one = ask(memoryd, "chat-a", action="note", text="lesson one").output
+    memoryd.handle("memory_admin", MemoryAdmin(command="archive", arg="", args={}))
+    assert _undistilled(memoryd) == 1
+    first = ask(memoryd, RUN, action="dream-input")
+    assert "lesson one" in first.output
+    assert _undistilled(memoryd) == 0
+    assert ask(memoryd, "chat-a", action="note", text="lesson two").code == "noted"
+    memoryd.handle(
+        "memory_admin", MemoryAdmin(command="archive", arg="", args={})
+    )  # same day, after the pass
+    assert _undistilled(memoryd) == 1
+    second = ask(memoryd, RUN, action="dream-input")
+    assert "lesson two" in second.output, second.output
+    assert "lesson one" not in second.output.split("## State subjects")[0]
+    assert _undistilled(memoryd) == 0
+    third = ask(memoryd, RUN, action="dream-input")
+    assert third.output.startswith("nothing to distil"), third.output
+    assert one
+
+
+def test_dream_input_is_bounded_and_pages_through(home: Path, memoryd: Memoryd) -> None:
+    """A big archive: each call shows at most dream.INPUT_ITEMS items and about INPUT_CHARS characters,
+    says how many more remain, and counts only the shown ones as distilled."""
+    from item_helpers import commit_events
+
+    from boxmaker.memoryd import dream
+    from boxmaker.memoryd import items as items_mod
+    from boxmaker.proto.labels import Label
+
+    write_job(home, "dream", True, "started")
+    total = 150
+    day = memoryd.now().date()
+    events: list[dict[str, Any]] = []
+    stamp = memoryd.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    for n in range(1, total + 1):
+        events.append(
+            items_mod.capture_event(
+                ident=f"mem-{day:%Y-%m-%d}-{n:03d}",
+                time=stamp,
+                kind="knowledge",
+                subject=None,
+                scope=None,
+                confidence=None,
+                text=f"lesson {n:03d} " + "about the backup disks " * 30,
+                label=Label(DataClass.PRIVATE, False),
+                source=f"sessions/chat-a/0.jsonl#{n}",
+                session="chat-a",
+                call="c1",
+            )  # fmt: skip
+        )
+    ids = [e["id"] for e in events]
+    events.append({"event": "archive", "time": stamp, "file": f"archive/{day}.md", "ids": ids})
+    commit_events(memoryd, "note", events)
+    (home / "memory" / "archive").mkdir(parents=True, exist_ok=True)
+    (home / "memory" / "archive" / f"{day}.md").write_text("archived\n", encoding="utf-8")
+    seen: list[str] = []
+    left = total
+    for _ in range(total):
+        answer = ask(memoryd, RUN, action="dream-input")
+        if answer.output.startswith("nothing to distil"):
+            break
+        part = answer.output.split("## State subjects")[0]
+        now = [i for i in ids if i in part]
+        assert 1 <= len(now) <= dream.INPUT_ITEMS
+        assert len(part) < dream.INPUT_CHARS + 1_000
+        assert len(answer.output) < 30_000
+        assert not set(now) & set(seen)
+        seen += now
+        left -= len(now)
+        assert _undistilled(memoryd) == left
+        if left:
+            assert f"{left:,} more: call dream-input again after acting on these" in answer.output
+    assert seen == ids
+    assert left == 0

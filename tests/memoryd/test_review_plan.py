@@ -113,13 +113,13 @@ def test_misleading_items_come_first_ordered_by_count(service: Memoryd) -> None:
     assert f"{two} · 3 misleading (0 by the owner, 3 self-rated by sessions: weak)" in text
 
 
-def test_archive_counts_only_after_the_last_autodream_line(service: Memoryd, clock: Clock) -> None:
-    note(service, "The tenrec note one.")
+def test_archive_counts_what_no_autodream_line_showed(service: Memoryd, clock: Clock) -> None:
+    first = note(service, "The tenrec note one.")
     admin(service, "archive")
-    assert sections(service)["archive"]["rows"]
+    assert sections(service)["archive"]["rows"][0]["items"] == [first]
     clock.advance(minutes=1)
     entry = {"session": "job-autodream-t1", "call": "", "action": "autodream", "file": "items.jsonl",
-             "where": "items.jsonl", "before": [], "after": [], "untrusted": False}  # fmt: skip
+             "where": "items.jsonl", "before": [], "after": [], "untrusted": False, "ids": [first]}  # fmt: skip
     from boxmaker.memoryd.journal import Change
 
     with service.writer.lock:

@@ -21,8 +21,9 @@ command; nothing here runs one):
    soul.md / conventions.md lines that read like one-off incidents with a date (they belong in memory);
 7. ``withdrawals``: withdrawal chains that conflict or are in force (the controls listing), and any
    withdrawn item id still found in index.md or topics/ (which must not happen);
-8. ``archive``: archive files with items archived after the last ``autodream`` journal line (or
-   ever, when autodream never ran); withdrawn items and files are not counted as missing work;
+8. ``archive``: archive files with items no ``autodream`` journal line's ``ids`` names (no pass's
+   dream-input showed them: `dream.undistilled`, the scope dream-input pages through); withdrawn
+   items are not counted as missing work;
 9. ``schema``: items missing kind or Source, and legacy notes (notes.md entries without an item id:
    schema drift, seed 16 items 7-8);
 10. ``triggers``: topics whose items give no scope or subject, so index.md can only name the topic.
@@ -46,7 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from boxmaker.memoryd import metamemory, projections
+from boxmaker.memoryd import dream, metamemory, projections
+from boxmaker.memoryd.archive import ARCHIVE_DIR
 from boxmaker.memoryd.controls import Chain
 from boxmaker.memoryd.entries import IDENTITY_FILES, parse_entries
 from boxmaker.memoryd.items import KINDS, Item, active_by_subject, item_id_of
@@ -67,7 +69,6 @@ ROW_IDS = 20
 NEAR = 0.9
 #: Near-duplicate comparison is pairwise: groups (kind, topic) larger than this get exact matches only.
 NEAR_GROUP = 400
-AUTODREAM_ACTION = "autodream"
 CONVENTIONS_FILE = "conventions.md"
 LEGACY_MARKERS = ("[待清理]", "[待确认]")
 _RULE = re.compile(
@@ -133,7 +134,7 @@ class Inputs:
     index_text: str
     generated: Mapping[str, str]
     events: Sequence[dict[str, Any]]
-    last_autodream: str | None
+    shown: frozenset[str]
     feedback: Sequence[dict[str, Any]]
 
 
@@ -152,14 +153,6 @@ def gather(memory: Memoryd) -> Inputs:
     if topics.is_dir():
         for page in sorted(topics.glob("*.md")):
             generated[f"{projections.TOPICS_DIR}/{page.name}"] = _read(page)
-    last = next(
-        (
-            str(e.get("time"))
-            for e in memory.journal.entries_newest_first()
-            if e.get("action") == AUTODREAM_ACTION
-        ),
-        None,
-    )
     return Inputs(
         items=memory.items.items(),
         excluded=exclusion.item,
@@ -173,7 +166,7 @@ def gather(memory: Memoryd) -> Inputs:
         index_text=generated[projections.INDEX_FILE],
         generated=generated,
         events=memory.items.events(),
-        last_autodream=last,
+        shown=frozenset(dream.shown_ids(memory.journal.entries_newest_first())),
         feedback=metamemory.read_feedback(folder),
     )
 
@@ -428,25 +421,16 @@ def _withdrawals(inputs: Inputs) -> Section:
 
 
 def _archive(inputs: Inputs) -> Section:
-    after = inputs.last_autodream
     section = Section(
         "archive",
-        "Archive not yet distilled"
-        + (f" (since the last autodream, {after})" if after else " (autodream never ran)"),
+        "Archive not yet distilled (archived items no autodream pass's dream-input has shown)",
         "let the autodream job distil them (it runs daily; bxctl jobs shows it), or distil by hand with "
         "bxctl memory note; withdrawn items are not counted",
         see="bxctl memory items (their Source names the archive file)",
     )
     files: dict[str, list[str]] = {}
-    for event in inputs.events:
-        if event.get("event") != "archive" or (after is not None and str(event.get("time")) <= after):
-            continue
-        file = str(event.get("file"))
-        for ident in event.get("ids") or []:
-            item = inputs.items.get(str(ident))
-            if item is None or item.erased or inputs.excluded(item):
-                continue
-            files.setdefault(file, []).append(item.id)
+    for item in dream.undistilled(inputs.items, inputs.excluded, set(inputs.shown)):
+        files.setdefault(f"{ARCHIVE_DIR}/{dream.archive_day(item)}.md", []).append(item.id)
     for file, ids in sorted(files.items()):
         section.rows.append({"file": file, "items": ids[:ROW_IDS], "items_count": len(ids)})
         section.lines.append(f"{file} · {len(ids):,} item{'' if len(ids) == 1 else 's'} not distilled")
