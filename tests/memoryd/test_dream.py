@@ -296,7 +296,7 @@ def test_dream_input_is_bounded_and_pages_through(home: Path, memoryd: Memoryd) 
                 source=f"sessions/chat-a/0.jsonl#{n}",
                 session="chat-a",
                 call="c1",
-            )  # fmt: skip
+            )
         )
     ids = [e["id"] for e in events]
     events.append({"event": "archive", "time": stamp, "file": f"archive/{day}.md", "ids": ids})

@@ -119,7 +119,8 @@ def test_archive_counts_what_no_autodream_line_showed(service: Memoryd, clock: C
     assert sections(service)["archive"]["rows"][0]["items"] == [first]
     clock.advance(minutes=1)
     entry = {"session": "job-autodream-t1", "call": "", "action": "autodream", "file": "items.jsonl",
-             "where": "items.jsonl", "before": [], "after": [], "untrusted": False, "ids": [first]}  # fmt: skip
+             "where": "items.jsonl", "before": [], "after": [], "untrusted": False}  # fmt: skip
+    entry["ids"] = [first]
     from boxmaker.memoryd.journal import Change
 
     with service.writer.lock:

@@ -24,9 +24,13 @@ such a run's tools. A maintenance run is also refused the identity actions (``ad
 it never writes memory.md, user.md or conventions (seed 14.1).
 
 ``dream-input`` answers, as a tool result labelled with the strictest label of what it shows
-(`items.label_of`; never as user text), with: the day's archive scope (the items archived in
-``archive/<date>.md``; by default the newest archive day no ``autodream``/``autodream-skip`` journal
-line names yet), every withdrawn item left out (a line gives how many, by id only), the state subjects
+(`items.label_of`; never as user text), with: a page of its scope (by default every archived item,
+not withdrawn, that no ``autodream`` journal line's ``ids`` names yet, oldest archive day first:
+`undistilled`, which review's archive section counts too; with ``date``, every such item of
+``archive/<date>.md``, shown before or not), at most `INPUT_ITEMS` items and `INPUT_CHARS` characters,
+saying how many more remain (``K more: call dream-input again after acting on these``); only the
+shown ones count as distilled, so repeated calls page through; every withdrawn item left out (a
+line gives how many, by id only), the state subjects
 with their active items, and index.md. Untrusted items are listed without text or subject unless the
 call says ``"untrusted": true`` (then the answer is untrusted, and so the session: a tainted pass), and
 index.md is then rendered from the trusted items only. The call is journalled ``autodream`` (with the
@@ -293,12 +297,15 @@ class Dream:
                 for i in items.values()
                 if _archived(i) and not i.erased and excluded(i) and i.id not in shown
             ]
-            if day is not None:
+            if day is not None:  # a named day is read again, shown before or not
+                pending = undistilled(items, excluded, set())
                 pending = [i for i in pending if archive_day(i) == day]
-                withdrawn = [i for i in withdrawn if archive_day(items[i]) == day]
+                withdrawn = [
+                    i.id for i in items.values() if not i.erased and excluded(i) and archive_day(i) == day
+                ]
             if not pending:
                 if day is not None:
-                    why = f"every item of {ARCHIVE_DIR}/{day}.md has been shown to a pass or is withdrawn"
+                    why = f"{ARCHIVE_DIR}/{day}.md holds no item that is not withdrawn"
                 elif days or any(_archived(i) for i in items.values()):
                     why = "every archived item that is not withdrawn has been shown to a pass"
                 else:
@@ -520,12 +527,11 @@ def render_input(
         )
     else:
         lines.append("These are the last undistilled archived items.")
+    which = "this day" if "," not in files else "these days"
     if left_out:
-        lines.append(
-            f"Withdrawn and left out: {len(left_out):,} item(s) of these days ({', '.join(left_out)})."
-        )
+        lines.append(f"Withdrawn and left out: {len(left_out):,} item(s) of {which} ({', '.join(left_out)}).")
     else:
-        lines.append("Withdrawn and left out: none of these days' items.")
+        lines.append(f"Withdrawn and left out: none of {which}'s items.")
     if not untrusted and any(not i.trusted for i in page):
         lines.append(
             'Untrusted items are listed without their text; {"action": "dream-input", "untrusted": true} '
