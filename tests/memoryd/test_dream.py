@@ -322,3 +322,16 @@ def test_dream_input_is_bounded_and_pages_through(home: Path, memoryd: Memoryd) 
             assert f"{left:,} more: call dream-input again after acting on these" in answer.output
     assert seen == ids
     assert left == 0
+
+
+def test_the_tool_call_limit_per_turn_is_documented_where_a_pass_meets_it() -> None:
+    root = Path(__file__).resolve().parents[2]
+    prompt = (root / "src/boxmaker/config/dream.md").read_text(encoding="utf-8")
+    assert "tool_calls_per_turn" in prompt
+    assert "about 12 calls per turn" in prompt
+    assert "tool_calls_per_turn" in (root / "src/boxmaker/config/jobs/dream.toml.example").read_text()
+    assert (
+        "A pass is cut at loopd's `[limits] tool_calls_per_turn`"
+        in (root / "docs/configuration.md").read_text()
+    )
+    assert "`not run: this turn reached its limit of 16 tool calls`" in (root / "docs/runbook.md").read_text()
