@@ -335,3 +335,32 @@ def test_the_tool_call_limit_per_turn_is_documented_where_a_pass_meets_it() -> N
         in (root / "docs/configuration.md").read_text()
     )
     assert "`not run: this turn reached its limit of 16 tool calls`" in (root / "docs/runbook.md").read_text()
+
+
+def test_staging_refuses_invalid_actions_at_once_and_stages_only_valid_ones(
+    home: Path, tmp_path: Path, clock: Clock
+) -> None:
+    config = tmp_path / "memoryd.toml"
+    config.write_text("[dream]\nstage = true\n", encoding="utf-8")
+    memory = Memoryd(load(config, str(home)), now=clock.now)
+    memory.open()
+    try:
+        write_job(home, "dream", True, "started")
+        assert ask(memory, "chat-a", action="note", text="lesson one").code == "noted"
+        [one] = memory.items.items()
+        assert ask(memory, RUN, action="mark", id=one, status="stale").code == "refused:denied"
+        assert ask(memory, RUN, action="cool", id="mem-2020-01-01-001").code.startswith("refused:")
+        assert ask(memory, RUN, action="supersede", old=one, new=one).code.startswith("refused:")
+        assert ask(memory, RUN, action="merge", ids=[one, "mem-2020-01-01-001"], text="x").code.startswith(
+            "refused:"
+        )
+        assert (
+            ask(memory, RUN, action="assign", id=one, topic="AKIAIOSFODNN7EXAMPLE").code == "refused:secret"
+        )
+        good = ask(memory, RUN, action="cool", id=one)
+        assert good.code == sentences.STAGED, good
+        assert not memory.items.items()[one].cooled  # staged, not applied
+        lines = (home / "memory" / "dream" / f"{RUN}.jsonl").read_text(encoding="utf-8").splitlines()
+        assert [json.loads(x)["arguments"]["action"] for x in lines] == ["cool"]
+    finally:
+        memory.close()

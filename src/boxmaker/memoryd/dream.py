@@ -44,7 +44,9 @@ only, ``stale`` being the owner's: ``refused:denied``; ``cool``/``merge`` knowle
 ``refused:kind``). Nothing is deleted, no knowledge text is overwritten.
 
 Staging (``[dream] stage = true`` in memoryd.toml, off by default): the five changing actions are
-recorded to ``memory/dream/<session>.jsonl`` (``{"event": "staged", "time", "session", "call", "taint",
+first run with every check against the store as it is (`Dream.dry_run`, nothing written): an
+invalid one is refused at once with its code; a valid one is recorded to
+``memory/dream/<session>.jsonl`` (``{"event": "staged", "time", "session", "call", "taint",
 "untrusted", "arguments"}``) and answered ``staged``; the owner's ``bxctl memory dream show [SESSION]``,
 ``apply SESSION`` (each action with the same checks, against the store as it is then; an ``applied``
 line with the results; journal action ``dream-apply``) and ``discard SESSION`` (a ``discarded`` line;
@@ -53,6 +55,7 @@ line with the results; journal action ``dream-apply``) and ``discard SESSION`` (
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import re
@@ -70,7 +73,7 @@ from boxmaker.memoryd.items import Item, active_by_subject, label_of
 from boxmaker.memoryd.journal import Change, encode_line, read_jsonl
 from boxmaker.memoryd.mdtext import label_text
 from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.writer import OWNER, Answer, Caller
+from boxmaker.memoryd.writer import OWNER, Answer, Caller, Writer
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryCall, ToolResponse
@@ -245,21 +248,33 @@ class Dream:
             text, label = self.dream_input(caller, parsed)
             return ToolResponse(request.call_id, text, sentences.OK, label)
         if self.memory.config.dream_stage:
-            answer = self.stage(caller, request.arguments)
+            refused = self.dry_run(caller, parsed)
+            answer = refused or self.stage(caller, request.arguments)
         else:
             answer = self.memory.write(lambda: self.apply_one(caller, parsed))
         return ToolResponse(request.call_id, answer.output, answer.code, None)
 
     # The actions ----------------------------------------------------------------------------------
 
-    def apply_one(self, caller: Caller, action: Action) -> Answer:
+    def dry_run(self, caller: Caller, action: Action) -> Answer | None:
+        """Staging's check: `action` run with every check of `apply_one` against the store as it is,
+        stopped at its commit (nothing is written). Its refusal, or None when it would apply."""
+        dry = copy.copy(self.memory.writer)  # the same lock, items and files; only the commit differs
+        dry.journal = _DryJournal(self.memory.writer.journal)  # type: ignore[assignment]
+        try:
+            answer = self.memory.write(lambda: self.apply_one(caller, action, dry))
+        except _DryRun:
+            return None
+        return answer if answer.code != sentences.OK else None
+
+    def apply_one(self, caller: Caller, action: Action, writer: Writer | None = None) -> Answer:
         """Apply one changing action through `itemops`, with the withdrawal predicate as it is now.
 
         Raises:
             OSError: when the item log cannot be read or written.
         """
         excluded = self.memory.excluded()
-        writer = self.memory.writer
+        writer = writer or self.memory.writer
         if isinstance(action, Supersede):
             return itemops.supersede(writer, action.old, action.new, caller, excluded)
         if isinstance(action, Mark):
@@ -649,6 +664,24 @@ def _entry(caller: Caller, action: str, day: str | None) -> dict[str, Any]:
     if day:
         entry["date"] = day
     return entry
+
+
+class _DryRun(Exception):
+    """A dry run reached its commit: every check passed."""
+
+
+class _DryJournal:
+    """The journal for `Dream.dry_run`: everything as the real one, but a commit stops the run."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def commit(self, change: Change) -> dict[str, Any]:
+        del change
+        raise _DryRun
 
 
 def _refusal(call_id: str, refusal: Refusal) -> ToolResponse:
