@@ -364,3 +364,40 @@ def test_staging_refuses_invalid_actions_at_once_and_stages_only_valid_ones(
         assert [json.loads(x)["arguments"]["action"] for x in lines] == ["cool"]
     finally:
         memory.close()
+
+
+def test_recall_framing_says_merged_into_and_cooled_and_review_prefers_the_consolidated_item() -> None:
+    from types import SimpleNamespace
+
+    from boxmaker.memoryd import plan, skeptic
+
+    a, b, m, c = "mem-2026-09-20-001", "mem-2026-09-22-001", "mem-2026-09-24-001", "mem-2026-09-24-002"
+    rule = "Always check the backup disks before the weekly run."
+    items = fold(
+        [
+            capture(a, text=rule),
+            capture(b, text=rule + " Really."),
+            capture(m, text=rule + " (merged)"),
+            {
+                "event": "merge",
+                "time": "t",
+                "id": m,
+                "members": [a, b],
+                "sources": ["sa", "sb"],
+                "date": "2026-09-22",
+            },
+            capture(c, text="the tenrec lesson"),
+            {"event": "cool", "time": "t", "id": c},
+            {"event": "assign", "time": "t", "id": c, "topic": "tenrecs", "triggers": ["tenrec care"]},
+        ]
+    )
+    assert f"merged into {m}" in skeptic.status_text(items[a], None)
+    assert "history" in skeptic.status_text(items[a], None)
+    assert skeptic.status_text(items[c], None) == "active; cooled"
+    assert skeptic.status_text(items[m], None) == "active"
+    visible = list(items.values())
+    inputs = SimpleNamespace(identity={}, withdrawn_entries=frozenset(), soul="", conventions=None)
+    boundary = plan._boundary(visible, inputs)  # type: ignore[arg-type]
+    assert [r["id"] for r in boundary.rows] == [m]
+    topics = [r["topic"] for r in plan._triggers(visible).rows]
+    assert "topics/tenrecs.md" not in topics

@@ -373,7 +373,12 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
                     f"{name} · reads like a standing rule: candidate for a proposal · {_short(entry)}"
                 )
     for item in visible:
-        if item.kind == "knowledge" and item.status == "active" and _RULE.search(item.text):
+        if (
+            item.kind == "knowledge"
+            and item.status == "active"
+            and item.merged_into is None  # a merged member is history: its consolidated item is proposed
+            and _RULE.search(item.text)
+        ):
             section.rows.append(_item_row(item, reads_like="standing rule", candidate="proposal"))
             section.lines.append(
                 f"{item.id} · reads like a standing rule: candidate for a proposal · {_short(item.text)}"
@@ -479,7 +484,7 @@ def _triggers(visible: Sequence[Item]) -> Section:
     for item in visible:
         by_topic.setdefault(projections.topic_of(item), []).append(item)
     for name, members in sorted(by_topic.items()):
-        if not any(i.scope or i.subject for i in members):
+        if not any(i.scope or i.subject or i.triggers for i in members):  # incl. autodream's assign
             section.rows.append(
                 {
                     "topic": f"{projections.TOPICS_DIR}/{name}.md",
