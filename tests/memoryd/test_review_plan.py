@@ -113,13 +113,14 @@ def test_misleading_items_come_first_ordered_by_count(service: Memoryd) -> None:
     assert f"{two} · 3 misleading (0 by the owner, 3 self-rated by sessions: weak)" in text
 
 
-def test_archive_counts_only_after_the_last_autodream_line(service: Memoryd, clock: Clock) -> None:
-    note(service, "The tenrec note one.")
+def test_archive_counts_what_no_autodream_line_showed(service: Memoryd, clock: Clock) -> None:
+    first = note(service, "The tenrec note one.")
     admin(service, "archive")
-    assert sections(service)["archive"]["rows"]
+    assert sections(service)["archive"]["rows"][0]["items"] == [first]
     clock.advance(minutes=1)
     entry = {"session": "job-autodream-t1", "call": "", "action": "autodream", "file": "items.jsonl",
              "where": "items.jsonl", "before": [], "after": [], "untrusted": False}  # fmt: skip
+    entry["ids"] = [first]
     from boxmaker.memoryd.journal import Change
 
     with service.writer.lock:
@@ -185,3 +186,56 @@ def test_reconcile_never_keeps_an_untrusted_value_over_a_trusted_one(service: Me
     assert admin(service, "reconcile", "dns", keep=tainted).data["code"] == "refused:tainted"
     assert admin(service, "reconcile", "dns", keep=trusted).data["code"] == "ok"
     assert plan.INDEX_LINES == 200
+
+
+def test_review_of_a_large_home_is_bounded_per_section(service: Memoryd) -> None:
+    """3,000 pending-cleanup, archived, identical knowledge items that read like rules: every section
+    shows at most plan.SHOWN rows and counts the rest, so the reply stays far under the frame limit."""
+    import msgspec
+
+    from boxmaker.memoryd import items as items_mod
+    from boxmaker.proto.labels import DataClass, Label
+
+    total, body = 3000, "Always rotate the backup disks before the weekly run. " * 25
+    day = service.now().date()
+    events: list[dict[str, Any]] = []
+    for n in range(1, total + 1):
+        ident = f"mem-{day:%Y-%m-%d}-{n:03d}"
+        events.append(
+            items_mod.capture_event(
+                ident=ident,
+                time=stamp(service),
+                kind="knowledge",
+                subject=None,
+                scope=None,
+                confidence=None,
+                text=body,
+                label=Label(DataClass.PRIVATE, False),
+                source=f"sessions/chat-a/0.jsonl#{n}",
+                session="chat-a",
+                call="c1",
+            )
+        )
+        events.append({"event": "status", "time": stamp(service), "id": ident, "status": "pending-cleanup",
+                       "prior": "active"})  # fmt: skip
+    ids = [e["id"] for e in events if e["event"] == "capture"]
+    events.append({"event": "archive", "time": stamp(service), "file": f"archive/{day}.md", "ids": ids})
+    for start in range(0, len(events), 500):
+        commit_events(service, "note", events[start : start + 500])
+    reply = admin(service, "review")
+    size = len(msgspec.json.encode(reply))
+    assert size < 400_000, size
+    found = {s["name"]: s for s in reply.data["sections"]}
+    pending = found["pending-cleanup"]
+    assert (pending["count"], len(pending["rows"]), pending["more"]) == (
+        total,
+        plan.SHOWN,
+        total - plan.SHOWN,
+    )
+    assert pending["see"] == "bxctl memory items --status pending-cleanup"
+    assert "   - … and 2,980 more; see bxctl memory items --status pending-cleanup" in reply.text
+    assert found["duplicates"]["count"] == total - 1  # each pairs with the first of its text
+    [archive] = found["archive"]["rows"]
+    assert (len(archive["items"]), archive["items_count"]) == (plan.ROW_IDS, total)
+    for section in found.values():
+        assert len(section["rows"]) <= plan.SHOWN

@@ -245,8 +245,9 @@ class CaptureFields(msgspec.Struct, frozen=True, kw_only=True):
 _FIELD_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]| \u00b7 ")
 
 
-def _field(key: str, value: str) -> str | Refusal:
-    """A capture field NFC-normalised and stripped of surrounding white space, or its refusal: a
+def check_field(key: str, value: str) -> str | Refusal:
+    """A capture field (or autodream's `assign` topic and triggers, `itemops.assign`) NFC-normalised
+    and stripped of surrounding white space, or its refusal: a
     line break, control character or `` · `` (``refused:arguments``), blank (``refused:arguments``),
     or any rule of the write check (``refused:<rule>``, the sentence naming the field)."""
     if _FIELD_BAD.search(value):
@@ -262,7 +263,7 @@ def _field(key: str, value: str) -> str | Refusal:
 
 def capture_fields(action: Note | Add) -> CaptureFields | Refusal:
     """The checked capture fields of a `note` or `add`: each of subject, scope, inspired_by and
-    corroborating_refs passes `_field` (every rule of the write check, ``secret`` included), and is
+    corroborating_refs passes `check_field` (every rule of the write check, ``secret`` included), and is
     stored stripped; ``refused:subject`` for state without a subject (a blank one counts as none)."""
     kind = action.kind or "knowledge"
     if kind == "state" and (action.subject is None or not action.subject.strip()):
@@ -273,13 +274,13 @@ def capture_fields(action: Note | Add) -> CaptureFields | Refusal:
         if value is None:
             checked[key] = None
             continue
-        result = _field(key, value)
+        result = check_field(key, value)
         if isinstance(result, Refusal):
             return result
         checked[key] = result
     refs: list[str] = []
     for ref in action.corroborating_refs or ():
-        result = _field("corroborating_refs", ref)
+        result = check_field("corroborating_refs", ref)
         if isinstance(result, Refusal):
             return result
         refs.append(result)

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from boxmaker.memoryd import sentences
+from boxmaker.memoryd.arguments import check_field
 from boxmaker.memoryd.items import ITEMS_FILE, Item, active_by_subject, is_item_id, label_of, merge_source
 from boxmaker.memoryd.journal import Append, Change, Reserved, encode_line
 from boxmaker.memoryd.projections import slugify
@@ -309,11 +310,25 @@ def assign(
 ) -> Answer:
     """Give item `ident` a topic (a slug, `projections.slugify`) and triggers (event and action
     ``assign``): the projections put it on ``topics/<topic>.md`` and add its triggers to the topic's.
-    Refused: a topic with no letters or digits (``refused:arguments``), withdrawn, tainted over trusted.
+    The topic and every trigger first pass the capture fields' whole write check
+    (`arguments.check_field`: one line, not blank, every rule of `check.check_text`, ``secret``
+    included), refused with the rule's code and a sentence naming the field; they are stored
+    NFC-normalised and stripped. Refused too: a topic with no letters or digits
+    (``refused:arguments``), withdrawn, tainted over trusted.
 
     Raises:
         OSError: when the item log cannot be read or the commit cannot be written.
     """
+    checked_topic = check_field("topic", topic)
+    if isinstance(checked_topic, Refusal):
+        return Answer.refused(checked_topic)
+    checked: list[str] = []
+    for trigger in triggers:
+        result = check_field("triggers", trigger)
+        if isinstance(result, Refusal):
+            return Answer.refused(result)
+        checked.append(result)
+    topic, triggers = checked_topic, checked
     name = slugify(topic)
     if not name:
         return Answer.refused(sentences.topic_invalid(topic))

@@ -21,15 +21,20 @@ command; nothing here runs one):
    soul.md / conventions.md lines that read like one-off incidents with a date (they belong in memory);
 7. ``withdrawals``: withdrawal chains that conflict or are in force (the controls listing), and any
    withdrawn item id still found in index.md or topics/ (which must not happen);
-8. ``archive``: archive files with items archived after the last ``autodream`` journal line (or
-   ever, when autodream never ran); withdrawn items and files are not counted as missing work;
+8. ``archive``: archive files with items no ``autodream`` journal line's ``ids`` names (no pass's
+   dream-input showed them: `dream.undistilled`, the scope dream-input pages through); withdrawn
+   items are not counted as missing work;
 9. ``schema``: items missing kind or Source, and legacy notes (notes.md entries without an item id:
    schema drift, seed 16 items 7-8);
 10. ``triggers``: topics whose items give no scope or subject, so index.md can only name the topic.
 
 Withdrawn items (seed 12.2) are left out of every section but the controls' own. Nothing is written:
 not memory/, not the index, not the recall log. ``data``: ``{"changed": false, "sections": [{"name",
-"title", "count", "do", "rows"}]}``.
+"title", "count", "do", "rows", "more", "see"}]}``. Each section shows at most `SHOWN` rows, in text and
+data (``count`` is every row, ``more`` the rest, ``see`` the command listing them; the text says ``… and
+K more; see <command>``), and a row's id list at most `ROW_IDS` (``items_count`` all), so the reply stays
+far under the frame limit whatever the home's size; identical duplicates pair with the first item of
+their text (not every pair).
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from boxmaker.memoryd import metamemory, projections
+from boxmaker.memoryd import dream, metamemory, projections
+from boxmaker.memoryd.archive import ARCHIVE_DIR
 from boxmaker.memoryd.controls import Chain
 from boxmaker.memoryd.entries import IDENTITY_FILES, parse_entries
 from boxmaker.memoryd.items import KINDS, Item, active_by_subject, item_id_of
@@ -55,10 +61,14 @@ if TYPE_CHECKING:
     from boxmaker.memoryd.service import Memoryd
 
 INDEX_LINES = 200
+#: Each section shows at most this many rows (text and data), then a count of the rest, so the reply
+#: stays far under the frame limit whatever the home's size.
+SHOWN = 20
+#: A row's list of item ids is cut to this many (``items_count`` gives them all).
+ROW_IDS = 20
 NEAR = 0.9
 #: Near-duplicate comparison is pairwise: groups (kind, topic) larger than this get exact matches only.
 NEAR_GROUP = 400
-AUTODREAM_ACTION = "autodream"
 CONVENTIONS_FILE = "conventions.md"
 LEGACY_MARKERS = ("[待清理]", "[待确认]")
 _RULE = re.compile(
@@ -86,16 +96,26 @@ class Section:
     rows: list[dict[str, Any]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     summary: str = ""
+    #: Where the owner sees every row when the section shows only the first `SHOWN`.
+    see: str = "bxctl memory items"
 
     def data(self) -> dict[str, Any]:
-        """The section as ``--json`` prints it."""
+        """The section as ``--json`` prints it: at most `SHOWN` rows, ``count`` all of them, ``more``
+        how many were left out and ``see`` where to list them."""
         return {
             "name": self.name,
             "title": self.title,
             "count": len(self.rows),
             "do": self.do,
-            "rows": self.rows,
+            "rows": self.rows[:SHOWN],
+            "more": max(0, len(self.rows) - SHOWN),
+            "see": self.see,
         }
+
+    def text_lines(self) -> list[str]:
+        """At most `SHOWN` lines, then ``… and K more; see <command>``."""
+        more = len(self.lines) - SHOWN
+        return self.lines[:SHOWN] + ([f"… and {more:,} more; see {self.see}"] if more > 0 else [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +134,7 @@ class Inputs:
     index_text: str
     generated: Mapping[str, str]
     events: Sequence[dict[str, Any]]
-    last_autodream: str | None
+    shown: frozenset[str]
     feedback: Sequence[dict[str, Any]]
 
 
@@ -133,14 +153,6 @@ def gather(memory: Memoryd) -> Inputs:
     if topics.is_dir():
         for page in sorted(topics.glob("*.md")):
             generated[f"{projections.TOPICS_DIR}/{page.name}"] = _read(page)
-    last = next(
-        (
-            str(e.get("time"))
-            for e in memory.journal.entries_newest_first()
-            if e.get("action") == AUTODREAM_ACTION
-        ),
-        None,
-    )
     return Inputs(
         items=memory.items.items(),
         excluded=exclusion.item,
@@ -154,7 +166,7 @@ def gather(memory: Memoryd) -> Inputs:
         index_text=generated[projections.INDEX_FILE],
         generated=generated,
         events=memory.items.events(),
-        last_autodream=last,
+        shown=frozenset(dream.shown_ids(memory.journal.entries_newest_first())),
         feedback=metamemory.read_feedback(folder),
     )
 
@@ -218,6 +230,7 @@ def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> 
         "each is a candidate for a proposal, never changed by its feedback: read it (bxctl memory feedback "
         "--item ID); if it no longer holds, bxctl memory status ID stale; a rule or policy change goes out "
         "as a proposal (the memory action propose) that you accept or reject (bxctl memory proposals)",
+        see="bxctl memory feedback",
     )
     counts = metamemory.tally(feedback)
     found = [(item, counts[item.id]) for item in visible if item.id in counts]
@@ -268,6 +281,7 @@ def _pending(visible: Sequence[Item], inputs: Inputs) -> Section:
         "Pending cleanup (only you clear these)",
         "decide each: keep it (bxctl memory status ID active) or retire it (bxctl memory status ID stale); "
         "nothing is deleted; a legacy marker: capture the entry as an item and remove the marker by hand",
+        see="bxctl memory items --status pending-cleanup",
     )
     for item in visible:
         if item.status == "pending-cleanup":
@@ -293,6 +307,7 @@ def _duplicates(visible: Sequence[Item]) -> Section:
         "Duplicates (identical or near-identical text)",
         "state: keep the newest (bxctl memory supersede OLD NEW); knowledge: keep both, or retire one "
         "(bxctl memory status ID stale); autodream merges duplicates keeping every source",
+        see="bxctl memory items",
     )
     groups: dict[tuple[str, str], list[Item]] = {}
     for item in visible:
@@ -300,24 +315,25 @@ def _duplicates(visible: Sequence[Item]) -> Section:
             groups.setdefault((item.kind, projections.topic_of(item)), []).append(item)
     for members in groups.values():
         texts = [normalised(i.text) for i in members]
-        paired: set[tuple[str, str]] = set()
-        for a in range(len(members)):
-            for b in range(a + 1, len(members)):
-                same = texts[a] == texts[b]
-                if not same and members[a].kind == "knowledge" and len(members) <= NEAR_GROUP:
-                    matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
-                    same = matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR
-                if same and (members[a].id, members[b].id) not in paired:
-                    paired.add((members[a].id, members[b].id))
-                    how = "identical" if texts[a] == texts[b] else "near-identical"
-                    section.rows.append(
-                        {"ids": [members[a].id, members[b].id], "kind": members[a].kind, "match": how}
-                    )
-                    section.lines.append(
-                        f"{members[a].id} and {members[b].id} ({members[a].kind}, {how}) · "
-                        f"{_short(members[a].text, 60)}"
-                    )
+        first: dict[str, int] = {}
+        for b, text in enumerate(texts):  # identical: each pairs with the first of its text
+            a = first.setdefault(text, b)
+            if a != b:
+                _duplicate(section, members[a], members[b], "identical")
+        if members[0].kind != "knowledge" or len(first) > NEAR_GROUP:
+            continue
+        distinct = sorted(first.values())
+        for x, a in enumerate(distinct):
+            for b in distinct[x + 1 :]:
+                matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
+                if matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR:
+                    _duplicate(section, members[a], members[b], "near-identical")
     return section
+
+
+def _duplicate(section: Section, one: Item, two: Item, how: str) -> None:
+    section.rows.append({"ids": [one.id, two.id], "kind": one.kind, "match": how})
+    section.lines.append(f"{one.id} and {two.id} ({one.kind}, {how}) · {_short(one.text, 60)}")
 
 
 def _conflicts(visible: Sequence[Item]) -> Section:
@@ -325,6 +341,7 @@ def _conflicts(visible: Sequence[Item]) -> Section:
         "conflicts",
         "Conflicts (two or more active state items of one subject)",
         "choose the current value: bxctl memory reconcile SUBJECT --keep ID (the others become history)",
+        see="bxctl memory items --kind state",
     )
     for subject, rows in sorted(active_by_subject(visible).items()):
         if len(rows) < 2:
@@ -344,6 +361,7 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
         "propose; "
         "bxctl memory proposals accept ID) or your own edit; a one-off incident in soul.md or conventions.md "
         "belongs in memory: bxctl memory note TEXT, then remove it from that file by hand",
+        see="bxctl memory items --kind knowledge",
     )
     for name, entries in inputs.identity.items():
         for entry in entries:
@@ -355,7 +373,12 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
                     f"{name} · reads like a standing rule: candidate for a proposal · {_short(entry)}"
                 )
     for item in visible:
-        if item.kind == "knowledge" and item.status == "active" and _RULE.search(item.text):
+        if (
+            item.kind == "knowledge"
+            and item.status == "active"
+            and item.merged_into is None  # a merged member is history: its consolidated item is proposed
+            and _RULE.search(item.text)
+        ):
             section.rows.append(_item_row(item, reads_like="standing rule", candidate="proposal"))
             section.lines.append(
                 f"{item.id} · reads like a standing rule: candidate for a proposal · {_short(item.text)}"
@@ -378,6 +401,7 @@ def _withdrawals(inputs: Inputs) -> Section:
         "a conflicting chain: bxctl memory withdraw (its exact scope) --reason reconciliation "
         "--supersedes ONE-OF-THE-HEADS; an in-force withdrawal ends only by bxctl memory reinstate ID; "
         "a withdrawn id in a generated page: restart memoryd (bxctl down; bxctl up), which writes them again",
+        see="bxctl memory controls",
     )
     withdrawn: set[str] = set()
     for chain in inputs.chains:
@@ -402,26 +426,18 @@ def _withdrawals(inputs: Inputs) -> Section:
 
 
 def _archive(inputs: Inputs) -> Section:
-    after = inputs.last_autodream
     section = Section(
         "archive",
-        "Archive not yet distilled"
-        + (f" (since the last autodream, {after})" if after else " (autodream never ran)"),
+        "Archive not yet distilled (archived items no autodream pass's dream-input has shown)",
         "let the autodream job distil them (it runs daily; bxctl jobs shows it), or distil by hand with "
         "bxctl memory note; withdrawn items are not counted",
+        see="bxctl memory items (their Source names the archive file)",
     )
     files: dict[str, list[str]] = {}
-    for event in inputs.events:
-        if event.get("event") != "archive" or (after is not None and str(event.get("time")) <= after):
-            continue
-        file = str(event.get("file"))
-        for ident in event.get("ids") or []:
-            item = inputs.items.get(str(ident))
-            if item is None or item.erased or inputs.excluded(item):
-                continue
-            files.setdefault(file, []).append(item.id)
+    for item in dream.undistilled(inputs.items, inputs.excluded, set(inputs.shown)):
+        files.setdefault(f"{ARCHIVE_DIR}/{dream.archive_day(item)}.md", []).append(item.id)
     for file, ids in sorted(files.items()):
-        section.rows.append({"file": file, "items": ids})
+        section.rows.append({"file": file, "items": ids[:ROW_IDS], "items_count": len(ids)})
         section.lines.append(f"{file} · {len(ids):,} item{'' if len(ids) == 1 else 's'} not distilled")
     return section
 
@@ -432,6 +448,7 @@ def _schema(visible: Sequence[Item], inputs: Inputs) -> Section:
         "Schema drift (items missing kind or Source; legacy notes without an item id)",
         "capture each as an item with its kind: bxctl memory note --kind knowledge TEXT, or --kind state "
         "--subject S TEXT (the legacy note stays as it was)",
+        see="bxctl memory items",
     )
     for item in visible:
         missing = [
@@ -461,14 +478,19 @@ def _triggers(visible: Sequence[Item]) -> Section:
         "Topics without triggers of their own",
         "give the topic's items a scope or subject when they are captured (autodream assigns topics and "
         "triggers), so index.md says when to read the page",
+        see="bxctl memory items",
     )
     by_topic: dict[str, list[Item]] = {}
     for item in visible:
         by_topic.setdefault(projections.topic_of(item), []).append(item)
     for name, members in sorted(by_topic.items()):
-        if not any(i.scope or i.subject for i in members):
+        if not any(i.scope or i.subject or i.triggers for i in members):  # incl. autodream's assign
             section.rows.append(
-                {"topic": f"{projections.TOPICS_DIR}/{name}.md", "items": [i.id for i in members]}
+                {
+                    "topic": f"{projections.TOPICS_DIR}/{name}.md",
+                    "items": [i.id for i in members[:ROW_IDS]],
+                    "items_count": len(members),
+                }
             )
             section.lines.append(
                 f"{projections.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject"
@@ -482,7 +504,7 @@ def render(sections: Iterable[Section]) -> str:
     for number, section in enumerate(sections, start=1):
         count = section.summary or (f"{len(section.rows):,}" if section.rows else "none")
         out.append(f"{number}. {section.title}: {count}")
-        out += [f"   - {line}" for line in section.lines]
+        out += [f"   - {line}" for line in section.text_lines()]
         out.append(f"   Do: {section.do if section.rows else 'nothing to do'}")
     return "\n".join(out)
 

@@ -143,9 +143,12 @@ def status_text(item: Item, current: Item | None) -> str:
         after = item.superseded_by if current is not None else None
         pointer = f" by {after}" if after else ""
         return f"superseded{pointer}; history, not current"
+    if item.merged_into is not None:
+        return f"{item.status}; merged into {item.merged_into}; history, the consolidated item is current"
+    cooled = "; cooled" if item.cooled else ""
     if item.status in ("stale", "pending-cleanup"):
-        return f"{item.status}; not load-bearing"
-    return item.status
+        return f"{item.status}{cooled}; not load-bearing"
+    return item.status + cooled
 
 
 def fields(item: Item, current: Item | None = None) -> str:
