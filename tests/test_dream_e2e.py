@@ -394,14 +394,16 @@ def test_staging_records_instead_of_applying_and_show_lists_it(staged: Box) -> N
     ids = staged.ids
     out = contents(staged.results["one"])
     assert out[1].startswith("staged, not applied: supersede waits for the owner in memory/dream/job-dream-t")
+    # an invalid action is refused at once (a dry run with every check), never staged
+    assert out[3] == sentences.knowledge_only(ids["nas_new"], "state", "cool").sentence
     items = staged.by_id()
     assert items[ids["nas_old"]]["status"] == "active"
     assert items[ids["refuted"]]["status"] == "active"
     passes = json.loads(staged.bxctl("memory", "dream", "show", "--json").stdout)
-    assert [(p["staged"], p["state"]) for p in passes] == [(3, "pending"), (1, "pending")]
+    assert [(p["staged"], p["state"]) for p in passes] == [(2, "pending"), (1, "pending")]
     session = passes[0]["session"]
     shown = staged.bxctl("memory", "dream", "show", session).stdout
-    assert f"{session}: 3 staged, pending" in shown
+    assert f"{session}: 2 staged, pending" in shown
     assert '1. {"action": "supersede", "new": "' in shown
 
 
@@ -413,8 +415,7 @@ def test_apply_runs_each_staged_action_with_the_same_checks_and_says_what_happen
     lines = done.stdout.strip().splitlines()
     assert lines[0] == "1. supersede: " + sentences.superseded(ids["nas_old"], ids["nas_new"], "nas:ip")
     assert lines[1] == "2. mark: " + sentences.status_set(ids["refuted"], "active", "pending-cleanup")
-    assert lines[2] == "3. cool: " + sentences.knowledge_only(ids["nas_new"], "state", "cool").sentence
-    assert lines[3].startswith(f"applied the staged pass {session}")
+    assert lines[2].startswith(f"applied the staged pass {session}")
     items = staged.by_id()
     assert items[ids["nas_old"]]["status"] == "superseded"
     assert items[ids["refuted"]]["status"] == "pending-cleanup"
