@@ -303,18 +303,25 @@ def test_selects_each_selector_kind() -> None:
     )
 
 
-def test_an_import_is_untrusted_unless_the_owner_says_trusted(
-    service: Memoryd, target: Memoryd, tmp_path: Path, clock: Clock
-) -> None:
-    ids = source_home(service)
+def tampered_export(service: Memoryd, tmp_path: Path, label: dict[str, Any]) -> tuple[Path, Path]:
+    """Export `service` to export.json, then write forged.json: the same bundle with every capture's
+    label replaced by `label` (a tampered file: labels cannot be trusted from it)."""
     path = tmp_path / "export.json"
     admin(service, "export", str(path))
     data = json.loads(path.read_text())
     for event in data["items"]:
         if event["event"] == "capture":
-            event["label"] = {"class": "private", "untrusted": False}  # tampered: web made trusted
+            event["label"] = label
     forged = tmp_path / "forged.json"
     forged.write_text(json.dumps(data))
+    return path, forged
+
+
+def test_an_import_is_untrusted_unless_the_owner_says_trusted(
+    service: Memoryd, target: Memoryd, tmp_path: Path, clock: Clock
+) -> None:
+    ids = source_home(service)
+    path, forged = tampered_export(service, tmp_path, {"class": "private", "untrusted": False})
     done = admin(target, "import", str(forged))
     assert done.data["code"] == "ok"
     assert done.data["trusted"] is False
@@ -338,14 +345,7 @@ def test_an_untrusted_import_cannot_lower_the_class(
     service: Memoryd, target: Memoryd, tmp_path: Path, clock: Clock
 ) -> None:
     ids = source_home(service)
-    path = tmp_path / "export.json"
-    admin(service, "export", str(path))
-    data = json.loads(path.read_text())
-    for event in data["items"]:
-        if event["event"] == "capture":
-            event["label"] = {"class": "public", "untrusted": False}  # tampered: lowered to public
-    forged = tmp_path / "forged.json"
-    forged.write_text(json.dumps(data))
+    _, forged = tampered_export(service, tmp_path, {"class": "public", "untrusted": False})
     assert admin(target, "import", str(forged)).data["code"] == "ok"
     labels = {i.label.data_class.value for i in target.items.items().values()}
     assert labels == {"private"}
