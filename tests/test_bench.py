@@ -22,8 +22,10 @@ def run(script: str, *args: str) -> dict[str, object]:
         capture_output=True,
         text=True,
         timeout=600,
-        check=True,
+        check=False,
     )
+    # the bench's stderr in the failure, so a failure in CI says why
+    assert result.returncode == 0, f"{script} exited {result.returncode}: {result.stderr[-4000:]}"
     value: dict[str, object] = json.loads(result.stdout)
     return value
 
