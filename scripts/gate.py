@@ -12,6 +12,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = ["src", "tests", "bench", "scripts"]
+#: Tests run in four worker processes (pytest-xdist), a test file per worker at a time: most tests wait on
+#: real daemons and sockets rather than the CPU, so four workers keep two cores busy; files stay whole
+#: because some share a module-scoped home between their tests.
+PARALLEL = ["-n", "4", "--dist", "loadfile"]
 
 
 def main() -> int:
@@ -22,7 +26,7 @@ def main() -> int:
         ("lint", [python, "-m", "ruff", "check", *PATHS]),
         ("types", [python, "-m", "mypy", "--strict", "src"]),
         ("unicode table", [python, "scripts/make_unicode_tables.py", "--check"]),
-        ("tests", [python, "-m", "pytest", "-q", "-W", "error", *sys.argv[1:]]),
+        ("tests", [python, "-m", "pytest", "-q", "-W", "error", *PARALLEL, *sys.argv[1:]]),
     ]
     for name, command in steps:
         started = time.monotonic()
