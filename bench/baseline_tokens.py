@@ -27,7 +27,7 @@ import httpx
 
 from boxmaker.loopd.tools import core_tools
 from boxmaker.memoryd.config import load
-from boxmaker.memoryd.entries import CONVENTIONS, SOUL_LIMIT, STEERING_LIMIT
+from boxmaker.memoryd.files.entries import CONVENTIONS, SOUL_LIMIT, STEERING_LIMIT
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryBlock, MemoryBlockReply
 from boxmaker.proto.settings import packaged_starter

@@ -8,8 +8,8 @@ import statistics
 from collections.abc import Iterable
 from pathlib import Path
 
-from boxmaker.memoryd.index import Index
-from boxmaker.memoryd.recall import Recaller
+from boxmaker.memoryd.index.index import Index
+from boxmaker.memoryd.index.recall import Recaller
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import SessionStart, User, encode_record, format_time

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import open_home, percentiles, write_session
-from boxmaker.memoryd.recall import RecallResult
+from boxmaker.memoryd.index.recall import RecallResult
 
 KS = (1, 5, 10)
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")

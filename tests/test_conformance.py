@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from boxmaker.memoryd import sentences
+from boxmaker.memoryd.sentences import capture, dream
 from conftest import spawn_memoryd, stop, wait_until_answers
 from fakes.llama_server import FakeReply
 from protocol_helpers import (
@@ -206,7 +206,7 @@ def test_checklist_4_the_archive_preserves_memory_before_distillation(
     the pass's write to it is refused, so it too is what it was."""
     for text in (LESSON, DUP_A, DUP_B, REFUTED):
         assert text.encode() in dreamt["archived"]
-    assert dreamt["results"][6] == sentences.maintenance_identity("add").sentence
+    assert dreamt["results"][6] == dream.maintenance_identity("add").sentence
     assert HOT in json.dumps(box.journal())
     assert dreamt["archive"].read_bytes().startswith(dreamt["archived"])
     assert (box.home / "memory" / "memory.md").read_bytes() == dreamt["memory_md"]
@@ -224,7 +224,7 @@ def test_checklist_5_autodream_does_not_delete_knowledge(box: Box, dreamt: dict[
     assert after[ids["refuted"]]["status"] == "pending-cleanup"
     [merged] = [r for r in after.values() if r["text"] == MERGED]
     assert after[ids["dup_a"]]["merged_into"] == after[ids["dup_b"]]["merged_into"] == merged["id"]
-    assert dreamt["results"][4] == sentences.supersede_kind(ids["refuted"], ids["lesson"]).sentence
+    assert dreamt["results"][4] == capture.supersede_kind(ids["refuted"], ids["lesson"]).sentence
 
 
 def test_checklist_6_the_index_links_topics_with_triggers(box: Box, dreamt: dict[str, Any]) -> None:
@@ -507,7 +507,7 @@ def test_checklist_19_a_withdrawal_excludes_its_scope_until_reinstated(
     assert EXPLORED not in "".join(p.read_text() for p in (memory / "index.md", *memory.glob("topics/*.md")))
     assert f"Withdrawn and left out: 1 item(s) of this day ({ident})." in dreamt["results"][0]
     assert EXPLORED not in dreamt["results"][0]
-    assert dreamt["results"][5] == sentences.item_withdrawn(ident).sentence
+    assert dreamt["results"][5] == dream.item_withdrawn(ident).sentence
     assert EXPLORED not in box.bxctl("memory", "review", "--json").stdout
     box.bxctl("reindex")
     assert EXPLORED not in recall(box, "chat-wd-2", "fusion shortcut")

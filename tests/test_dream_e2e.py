@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import protocol_helpers
-from boxmaker.memoryd import sentences
+from boxmaker.memoryd.sentences import capture, dream
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryCall, ToolRequest
@@ -172,13 +172,13 @@ def test_the_pass_reads_its_inputs_as_a_labelled_tool_result_without_withdrawn_i
 def test_the_state_value_is_superseded_and_the_refuted_lesson_waits_for_review(dreamt: Box) -> None:
     ids, items = dreamt.ids, dreamt.by_id()
     out = contents(dreamt.results["clean"])
-    assert out[1] == sentences.superseded(ids["nas_old"], ids["nas_new"], "nas:ip")
+    assert out[1] == capture.superseded(ids["nas_old"], ids["nas_new"], "nas:ip")
     assert (items[ids["nas_old"]]["status"], items[ids["nas_old"]]["superseded_by"]) == (
         "superseded",
         ids["nas_new"],
     )
     assert items[ids["nas_new"]]["status"] == "active"
-    assert out[2] == sentences.status_set(ids["refuted"], "active", "pending-cleanup")
+    assert out[2] == capture.status_set(ids["refuted"], "active", "pending-cleanup")
     assert items[ids["refuted"]]["status"] == "pending-cleanup"
     assert items[ids["refuted"]]["text"] == REFUTED  # not deleted, not rewritten
     assert items[ids["refuting"]]["status"] == "active"
@@ -217,11 +217,11 @@ def test_cooling_moves_a_lesson_to_historical_lessons_and_the_owner_warms_it(dre
     assert ids["dup_a"] not in recent
     assert dreamt.by_id()[ids["old_lesson"]]["cooled"] is True
     done = dreamt.bxctl("memory", "warm", ids["old_lesson"])
-    assert done.stdout.strip() == sentences.warmed(ids["old_lesson"])
+    assert done.stdout.strip() == dream.warmed(ids["old_lesson"])
     assert dreamt.by_id()[ids["old_lesson"]]["cooled"] is False
     again = dreamt.bxctl("memory", "warm", ids["old_lesson"], ok=False)
     assert again.returncode == 1
-    assert sentences.cooled_already(ids["old_lesson"], False).sentence in again.stderr
+    assert dream.cooled_already(ids["old_lesson"], False).sentence in again.stderr
     assert [x["action"] for x in dreamt.journal()][-1] == "warm"
 
 
@@ -237,21 +237,21 @@ def test_a_deliberately_bad_pass_is_refused_action_by_action(dreamt: Box) -> Non
     ids = dreamt.ids
     out = contents(dreamt.results["clean"])[6:]
     assert out == [
-        sentences.supersede_kind(ids["nas_new"], ids["lesson"]).sentence,  # across kinds
-        sentences.supersede_kind(ids["refuted"], ids["refuting"]).sentence,  # "deleting" knowledge
-        sentences.knowledge_only(ids["nas_new"], "state", "merge").sentence,
-        sentences.status_denied("stale").sentence,  # stale is the owner's
-        sentences.maintenance_identity("add").sentence,  # memory.md, user.md, conventions: never
-        sentences.item_withdrawn(ids["withdrawn"]).sentence,
-        sentences.supersede_tainted(ids["nas_new"], ids["injected"]).sentence,
+        capture.supersede_kind(ids["nas_new"], ids["lesson"]).sentence,  # across kinds
+        capture.supersede_kind(ids["refuted"], ids["refuting"]).sentence,  # "deleting" knowledge
+        dream.knowledge_only(ids["nas_new"], "state", "merge").sentence,
+        capture.status_denied("stale").sentence,  # stale is the owner's
+        dream.maintenance_identity("add").sentence,  # memory.md, user.md, conventions: never
+        dream.item_withdrawn(ids["withdrawn"]).sentence,
+        capture.supersede_tainted(ids["nas_new"], ids["injected"]).sentence,
     ]
     codes = [
-        sentences.supersede_kind("a", "b").code,
-        sentences.knowledge_only("a", "state", "merge").code,
-        sentences.status_denied("stale").code,
-        sentences.maintenance_identity("add").code,
-        sentences.item_withdrawn("a").code,
-        sentences.supersede_tainted("a", "b").code,
+        capture.supersede_kind("a", "b").code,
+        dream.knowledge_only("a", "state", "merge").code,
+        capture.status_denied("stale").code,
+        dream.maintenance_identity("add").code,
+        dream.item_withdrawn("a").code,
+        capture.supersede_tainted("a", "b").code,
     ]
     assert codes == [
         "refused:kind",
@@ -278,8 +278,8 @@ def test_a_tainted_pass_changes_no_trusted_item_and_its_results_land_untrusted(d
     results = dreamt.results["tainted"]
     assert results[0].untrusted  # it read the untrusted note's text: the pass is tainted
     assert INJECTED in results[0].content
-    assert results[1].content == sentences.item_tainted(ids["lesson"]).sentence
-    assert results[2].content == sentences.item_tainted(ids["refuting"]).sentence
+    assert results[1].content == dream.item_tainted(ids["lesson"]).sentence
+    assert results[2].content == dream.item_tainted(ids["refuting"]).sentence
     assert results[3].content.startswith("noted as mem-")
     assert results[3].content.endswith(" (untrusted)")
     items = dreamt.by_id()
@@ -325,8 +325,8 @@ def test_a_live_chat_is_refused_maintenance_actions_and_job_session_ids(dreamt: 
     records, _ = read_log(dreamt.home / "sessions" / "chat-live-dream" / "0.jsonl")
     results = [r.content for r in records if isinstance(r, ToolResult)]
     assert results == [
-        sentences.maintenance_only("supersede").sentence,
-        sentences.maintenance_only("dream-input").sentence,
+        dream.maintenance_only("supersede").sentence,
+        dream.maintenance_only("dream-input").sentence,
     ]
     baseline = json.loads((dreamt.home / "sessions" / "chat-live-dream" / "0.baseline.json").read_text())
     assert "dream-input" not in json.dumps(baseline)
@@ -395,7 +395,7 @@ def test_staging_records_instead_of_applying_and_show_lists_it(staged: Box) -> N
     out = contents(staged.results["one"])
     assert out[1].startswith("staged, not applied: supersede waits for the owner in memory/dream/job-dream-t")
     # an invalid action is refused at once (a dry run with every check), never staged
-    assert out[3] == sentences.knowledge_only(ids["nas_new"], "state", "cool").sentence
+    assert out[3] == dream.knowledge_only(ids["nas_new"], "state", "cool").sentence
     items = staged.by_id()
     assert items[ids["nas_old"]]["status"] == "active"
     assert items[ids["refuted"]]["status"] == "active"
@@ -413,15 +413,15 @@ def test_apply_runs_each_staged_action_with_the_same_checks_and_says_what_happen
     session = passes[0]["session"]
     done = staged.bxctl("memory", "dream", "apply", session)
     lines = done.stdout.strip().splitlines()
-    assert lines[0] == "1. supersede: " + sentences.superseded(ids["nas_old"], ids["nas_new"], "nas:ip")
-    assert lines[1] == "2. mark: " + sentences.status_set(ids["refuted"], "active", "pending-cleanup")
+    assert lines[0] == "1. supersede: " + capture.superseded(ids["nas_old"], ids["nas_new"], "nas:ip")
+    assert lines[1] == "2. mark: " + capture.status_set(ids["refuted"], "active", "pending-cleanup")
     assert lines[2].startswith(f"applied the staged pass {session}")
     items = staged.by_id()
     assert items[ids["nas_old"]]["status"] == "superseded"
     assert items[ids["refuted"]]["status"] == "pending-cleanup"
     again = staged.bxctl("memory", "dream", "apply", session, ok=False)
     assert again.returncode == 1
-    assert sentences.dream_closed(session, "applied").sentence in again.stderr
+    assert dream.dream_closed(session, "applied").sentence in again.stderr
     assert any(x["action"] == "dream-apply" for x in staged.journal())
 
 
@@ -436,6 +436,6 @@ def test_discard_closes_a_staged_pass_without_applying_it(staged: Box) -> None:
     assert staged.by_id()[ids["nas_new"]]["status"] == "active"
     unknown = staged.bxctl("memory", "dream", "discard", "job-nope-t1", ok=False)
     assert unknown.returncode == 1
-    assert sentences.dream_unknown("job-nope-t1").sentence in unknown.stderr
+    assert dream.dream_unknown("job-nope-t1").sentence in unknown.stderr
     states = [p["state"] for p in json.loads(staged.bxctl("memory", "dream", "show", "--json").stdout)]
     assert states == ["applied", "discarded"]

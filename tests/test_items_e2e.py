@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from boxmaker.memoryd.items import item_id_of
-from boxmaker.memoryd.notes import parse
+from boxmaker.memoryd.files.notes import parse
+from boxmaker.memoryd.items.store import item_id_of
 from fakes.llama_server import FakeReply
 from protocol_helpers import Box, note_call, running
 

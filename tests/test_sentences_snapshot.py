@@ -40,6 +40,20 @@ def _modules(name: str) -> list[ModuleType]:
     return found
 
 
+def _assigned(module: ModuleType) -> set[str]:
+    """The names a module itself defines at its top level (not the ones it imports)."""
+    tree = ast.parse(inspect.getsource(module))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
 def _sample(annotation: Any, param: str, plural: bool) -> Any:
     """A value of the annotated type: strings name their parameter, numbers and lists differ by set."""
     origin = typing.get_origin(annotation)
@@ -83,8 +97,9 @@ def sentences() -> dict[str, Any]:
     for home in SENTENCE_HOMES:
         role = home.split(".")[1]
         for module in _modules(home):
+            own = _assigned(module)
             for name, value in sorted(vars(module).items()):
-                if name.startswith("_") or getattr(value, "__module__", module.__name__) != module.__name__:
+                if name.startswith("_") or name not in own:
                     continue
                 key = f"{role}:{name}"
                 if inspect.isfunction(value):
@@ -106,7 +121,7 @@ def sentences() -> dict[str, Any]:
 
 def check_sentences() -> dict[str, str]:
     """The write check's fixed sentence of every content rule (DESIGN 10.6)."""
-    from boxmaker.memoryd.check import CONTENT_RULES, sentence_for
+    from boxmaker.memoryd.check.rules import CONTENT_RULES, sentence_for
 
     return {rule: sentence_for(rule) for rule in CONTENT_RULES}
 

@@ -55,15 +55,15 @@ def test_proto_imports_no_role_and_no_rich_or_click() -> None:
 
 
 PURE = [
-    "memoryd/entries.py",
-    "memoryd/edits.py",
-    "memoryd/check.py",
-    "memoryd/phrases.py",
-    "memoryd/query.py",
-    "memoryd/notes.py",
-    "memoryd/block.py",
-    "memoryd/hits.py",
-    "memoryd/tiers.py",
+    "memoryd/files/entries.py",
+    "memoryd/files/edits.py",
+    "memoryd/check/rules.py",
+    "memoryd/check/phrases.py",
+    "memoryd/index/query.py",
+    "memoryd/files/notes.py",
+    "memoryd/files/block.py",
+    "memoryd/index/hits.py",
+    "memoryd/review/tiers.py",
     "loopd/cron.py",
 ]
 

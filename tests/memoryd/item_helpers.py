@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd import items
-from boxmaker.memoryd.controls import Controls
-from boxmaker.memoryd.journal import Append, Change, encode_line
+from boxmaker.memoryd.files.journal import Append, Change, encode_line
+from boxmaker.memoryd.items import store as items
 from boxmaker.memoryd.service import Memoryd
+from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.proto.labels import DataClass, Label
 
 

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from item_helpers import capture, commit_events, set_status, stamp, supersede, withdraw, withdrawn_by_id
 
-from boxmaker.memoryd import erase, replay
-from boxmaker.memoryd.arguments import Add, Replace
 from boxmaker.memoryd.config import load
+from boxmaker.memoryd.erase import erase
+from boxmaker.memoryd.items import replay
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.memoryd.writer import OWNER, Caller
+from boxmaker.memoryd.write.actions import Add, Replace
+from boxmaker.memoryd.write.writer import OWNER, Caller
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.labels import DataClass, Label
 from conftest import Clock

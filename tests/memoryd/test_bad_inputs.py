@@ -73,6 +73,6 @@ def test_query_case(case: dict[str, Any], service: Memoryd) -> None:
 
 
 def service_owner() -> Any:
-    from boxmaker.memoryd.writer import OWNER
+    from boxmaker.memoryd.write.writer import OWNER
 
     return OWNER

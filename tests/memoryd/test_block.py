@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from boxmaker.memoryd.check import CONTENT_RULES
+from boxmaker.memoryd.check.rules import CONTENT_RULES
 from boxmaker.memoryd.service import Memoryd, MemoryUnavailable
-from boxmaker.memoryd.writer import OWNER
+from boxmaker.memoryd.write.writer import OWNER
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply, MemoryBlock, MemoryBlockReply
 
 #: One entry an owner might type by hand that fails each content rule.
@@ -113,6 +113,6 @@ def test_hand_edited_bom_and_crlf(home: Path, service: Memoryd) -> None:
 
 
 def _add(file: str, text: str) -> object:
-    from boxmaker.memoryd.arguments import Add
+    from boxmaker.memoryd.write.actions import Add
 
     return Add(file=file, text=text)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from item_helpers import capture, commit_events, stamp, supersede, withdraw
 
-from boxmaker.memoryd import bundle
+from boxmaker.memoryd.bundle import format as bundle
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
@@ -271,7 +271,7 @@ def test_bxctl_archive_export_import_replay(home: Path, clock: Clock) -> None:
 
 
 def test_selects_each_selector_kind() -> None:
-    from boxmaker.memoryd.items import capture_event, captured
+    from boxmaker.memoryd.items.store import capture_event, captured
     from boxmaker.proto.labels import DataClass, Label
 
     item = captured(

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from boxmaker.memoryd.check import (
+from boxmaker.memoryd.check.phrases import fold
+from boxmaker.memoryd.check.rules import (
     CONTENT_RULES,
     PROTOCOL_RULES,
     RULES,
@@ -19,7 +20,6 @@ from boxmaker.memoryd.check import (
     check_text,
     sentence_for,
 )
-from boxmaker.memoryd.phrases import fold
 from boxmaker.proto.unicode_tables import is_invisible, is_noncharacter
 from conftest import shared_data
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from boxmaker.memoryd.entries import normalise_newlines, parse_entries
-from boxmaker.memoryd.journal import INTENT, Append, Change, Journal, Rewrite, encode_line
-from boxmaker.memoryd.notes import parse as parse_notes
+from boxmaker.memoryd.files.entries import normalise_newlines, parse_entries
+from boxmaker.memoryd.files.journal import INTENT, Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.proto import fsio, wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.labels import DataClass

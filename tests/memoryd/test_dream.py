@@ -14,8 +14,9 @@ import pytest
 
 from boxmaker.memoryd import sentences
 from boxmaker.memoryd.config import load
-from boxmaker.memoryd.dream import maintenance_job, parse
-from boxmaker.memoryd.items import fold
+from boxmaker.memoryd.dream.dream import maintenance_job, parse
+from boxmaker.memoryd.items.store import fold
+from boxmaker.memoryd.sentences import dream as dream_sentences
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.labels import DataClass
@@ -78,7 +79,7 @@ def test_the_fold_applies_cool_warm_merge_and_assign() -> None:
 def test_parse_refuses_bad_maintenance_arguments() -> None:
     assert isinstance(parse({"action": "merge", "ids": ["a", "b"], "text": "x"}), object)
     refused = parse({"action": "dream-input", "date": "2026-02-30"})
-    assert refused == sentences.DREAM_DATE
+    assert refused == dream_sentences.DREAM_DATE
     bad = parse({"action": "assign", "id": "x", "topic": "t", "triggers": ["a \u00b7 b"]})
     assert getattr(bad, "code", "") == "refused:arguments"
     extra = parse({"action": "cool", "id": "x", "text": "y"})
@@ -144,7 +145,7 @@ def test_a_chat_session_is_refused_every_maintenance_action(memoryd: Memoryd) ->
         answer = ask(memoryd, "chat-live", action=action)
         assert (answer.code, answer.output) == (
             "refused:maintenance",
-            sentences.maintenance_only(action).sentence,
+            dream_sentences.maintenance_only(action).sentence,
         )
     assert ask(memoryd, "chat-live", action="note", text="a lesson").code == "noted"
 
@@ -167,7 +168,7 @@ def test_a_maintenance_run_is_refused_identity_writes_and_forget(home: Path, mem
 def test_dream_input_with_nothing_archived_says_so_and_journals_a_skip(home: Path, memoryd: Memoryd) -> None:
     write_job(home, "dream", True, "started")
     answer = ask(memoryd, RUN, action="dream-input")
-    assert answer.output == sentences.dream_nothing("there is no archive yet")
+    assert answer.output == dream_sentences.dream_nothing("there is no archive yet")
     assert answer.label is None
     lines = list(memoryd.journal.entries_newest_first())
     assert lines[0]["action"] == "autodream-skip"
@@ -182,7 +183,7 @@ def test_mark_and_supersede_refuse_what_the_rules_forbid(home: Path, memoryd: Me
     assert ask(memoryd, RUN, action="mark", id=one, status="active").code == "refused:arguments"
     assert (
         ask(memoryd, RUN, untrusted=True, action="cool", id=one).output
-        == sentences.item_tainted(one).sentence
+        == dream_sentences.item_tainted(one).sentence
     )
     assert ask(memoryd, RUN, action="merge", ids=[one, one], text="x").code == "refused:arguments"
     assert ask(memoryd, RUN, action="cool", id=one).code == "ok"
@@ -239,7 +240,7 @@ def test_assign_runs_the_whole_write_check_on_topic_and_triggers(
 
 def _undistilled(memoryd: Memoryd) -> int:
     """What review's archive section counts (only that section: the whole plan compares texts)."""
-    from boxmaker.memoryd import plan
+    from boxmaker.memoryd.review import plan
 
     archive = plan._archive(plan.gather(memoryd)).data()
     return sum(int(r["items_count"]) for r in archive["rows"])
@@ -273,8 +274,8 @@ def test_dream_input_is_bounded_and_pages_through(home: Path, memoryd: Memoryd) 
     says how many more remain, and counts only the shown ones as distilled."""
     from item_helpers import commit_events
 
-    from boxmaker.memoryd import dream
-    from boxmaker.memoryd import items as items_mod
+    from boxmaker.memoryd.dream import dream
+    from boxmaker.memoryd.items import store as items_mod
     from boxmaker.proto.labels import Label
 
     write_job(home, "dream", True, "started")
@@ -369,7 +370,8 @@ def test_staging_refuses_invalid_actions_at_once_and_stages_only_valid_ones(
 def test_recall_framing_says_merged_into_and_cooled_and_review_prefers_the_consolidated_item() -> None:
     from types import SimpleNamespace
 
-    from boxmaker.memoryd import plan, skeptic
+    from boxmaker.memoryd.index import skeptic
+    from boxmaker.memoryd.review import plan
 
     a, b, m, c = "mem-2026-09-20-001", "mem-2026-09-22-001", "mem-2026-09-24-001", "mem-2026-09-24-002"
     rule = "Always check the backup disks before the weekly run."

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from boxmaker.memoryd.edits import Item, Outcome, add, consolidate, remove, replace, vet_note
-from boxmaker.memoryd.entries import MEMORY, USER
+from boxmaker.memoryd.files.edits import Item, Outcome, add, consolidate, remove, replace, vet_note
+from boxmaker.memoryd.files.entries import MEMORY, USER
 from boxmaker.memoryd.sentences import Refusal
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from boxmaker.memoryd.entries import (
+from boxmaker.memoryd.files.entries import (
     file_content,
     normalise_newlines,
     parse_entries,
@@ -38,7 +38,7 @@ def test_split_on_newline_only_never_on_other_line_boundaries() -> None:
 
 def test_entry_holding_a_separator_line_is_not_stored_as_two() -> None:
     """hermes #54403: an entry with a § line must never come back as two entries."""
-    from boxmaker.memoryd.check import check_text
+    from boxmaker.memoryd.check.rules import check_text
 
     refusal = check_text("one\n§\ntwo")
     assert refusal is not None

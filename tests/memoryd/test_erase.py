@@ -7,10 +7,11 @@ import hashlib
 import json
 from typing import Any
 
-from boxmaker.memoryd import erase
-from boxmaker.memoryd.arguments import Add
-from boxmaker.memoryd.notes import parse
-from boxmaker.memoryd.writer import Caller
+from boxmaker.memoryd.erase import erase
+from boxmaker.memoryd.files.notes import parse
+from boxmaker.memoryd.sentences import erasure
+from boxmaker.memoryd.write.actions import Add
+from boxmaker.memoryd.write.writer import Caller
 from boxmaker.proto.labels import DataClass, Label
 
 TEXT = "The alarm code is HERON-4410-BISON"
@@ -63,7 +64,7 @@ def test_a_session_erasure_scrubs_memoryd_files_and_keeps_note_positions(service
     last = next(journal)
     assert last["action"] == "erase"
     assert last["tombstone"] == tombstone
-    assert erase.execute(service, args) == erase.sentences.ERASE_ID_TAKEN  # an id is used once
+    assert erase.execute(service, args) == erasure.ERASE_ID_TAKEN  # an id is used once
 
 
 def test_an_authority_that_is_a_sentence_is_refused(service: Any) -> None:
@@ -73,7 +74,7 @@ def test_an_authority_that_is_a_sentence_is_refused(service: Any) -> None:
         service,
         {"sessions": ["chat-x"], "authority": "because I said so", "erasure_id": planned["erasure_id"]},
     )
-    assert refused == erase.sentences.ERASE_AUTHORITY
+    assert refused == erasure.ERASE_AUTHORITY
     assert not (service.config.layout.memory / "erasures.jsonl").exists()
 
 
@@ -152,7 +153,7 @@ def test_exports_outside_the_home_are_unevaluated_and_inside_are_scrubbed(
 def test_feedback_and_proposals_citing_an_erased_item_lose_their_free_text(
     service: Any, tmp_path: Any
 ) -> None:
-    from boxmaker.memoryd import metamemory
+    from boxmaker.memoryd.review import feedback as metamemory
     from boxmaker.proto.messages import MemoryCall, ToolRequest
 
     label = Label(DataClass.PRIVATE, False)

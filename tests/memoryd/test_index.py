@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from boxmaker.memoryd.config import load
-from boxmaker.memoryd.query import build
+from boxmaker.memoryd.index.query import build
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryCall, Reindex, SessionUpdated, ToolRequest, ToolResponse
@@ -595,7 +595,7 @@ def test_recalls_on_many_threads_reuse_connections(logged: Memoryd) -> None:
     import os
     import threading
 
-    from boxmaker.memoryd.readers import IDLE_READERS
+    from boxmaker.memoryd.index.readers import IDLE_READERS
 
     recall(logged, "launch")
     before = len(os.listdir("/proc/self/fd"))
@@ -622,7 +622,7 @@ def test_a_bad_line_holds_back_later_epochs_so_no_label_is_lost(home: Path, serv
 
 
 def test_a_huge_log_is_read_in_chunks(home: Path, service: Memoryd) -> None:
-    from boxmaker.memoryd import indexdb
+    from boxmaker.memoryd.index import db as indexdb
 
     rows = [record("user", content=f"whiskey {i} " + "padding " * 40) for i in range(3000)]
     write_log(home, "chat-huge", [start(), *rows])
@@ -658,7 +658,7 @@ def test_status_and_writes_go_between_the_batches_of_a_catch_up(
 ) -> None:
     import threading
 
-    from boxmaker.memoryd import indexdb
+    from boxmaker.memoryd.index import db as indexdb
 
     for n in range(3):
         write_log(home, f"chat-slow-{n}", [start(), record("user", content=f"slow words {n}")])
@@ -709,8 +709,8 @@ def test_commands_that_take_no_arg_refuse_one(service: Memoryd) -> None:
 def test_a_question_of_common_words_ranks_the_newest_rows_that_hold_them(
     home: Path, service: Memoryd
 ) -> None:
-    from boxmaker.memoryd.query import build
-    from boxmaker.memoryd.search import BUDGET, plan
+    from boxmaker.memoryd.index.query import build
+    from boxmaker.memoryd.index.search import BUDGET, plan
 
     rows = [record("user", content=f"ann said hello number {i}") for i in range(BUDGET + 600)]
     write_log(home, "chat-common", [start(), *rows])

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from test_writer import CLEAN, TAINTED, Memory
 
-from boxmaker.memoryd import itemops, source
-from boxmaker.memoryd.arguments import Add, Consolidate, Note, RawItem, parse_memory
-from boxmaker.memoryd.items import fold, item_id_of, read_events
-from boxmaker.memoryd.notes import parse
+from boxmaker.memoryd.files import source
+from boxmaker.memoryd.files.notes import parse
+from boxmaker.memoryd.items.store import fold, item_id_of, read_events
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.memoryd.writer import OWNER, Caller
+from boxmaker.memoryd.write import itemops
+from boxmaker.memoryd.write.actions import Add, Consolidate, Note, RawItem, parse_memory
+from boxmaker.memoryd.write.writer import OWNER, Caller
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply, MemoryCall, ToolRequest, ToolResponse
@@ -513,7 +514,7 @@ def test_a_credential_is_refused_on_every_path(home: Path, clock: Clock) -> None
 
 
 def Replace_(old: str, text: str) -> Any:
-    from boxmaker.memoryd.arguments import Replace
+    from boxmaker.memoryd.write.actions import Replace
 
     return Replace(file="memory", old=old, text=text)
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from test_skeptic import call, note, recall
 
-from boxmaker.memoryd import metamemory, plan
-from boxmaker.memoryd.items import fold, read_events
+from boxmaker.memoryd.items.store import fold, read_events
+from boxmaker.memoryd.review import feedback as metamemory
+from boxmaker.memoryd.review import plan
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryAdmin
 from conftest import Clock, record, start, write_log

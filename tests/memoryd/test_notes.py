@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from boxmaker.memoryd.notes import Note, parse, render, render_header
+from boxmaker.memoryd.files.notes import Note, parse, render, render_header
 from boxmaker.proto.labels import DataClass, Label
 
 PRIVATE = Label(DataClass.PRIVATE, False)

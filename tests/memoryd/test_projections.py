@@ -12,9 +12,9 @@ from item_helpers import capture, set_status, supersede, withdraw, withdrawn_by_
 
 from boxmaker.loopd.memory import MemorydSource
 from boxmaker.loopd.tools import core_tools
-from boxmaker.memoryd import projections
 from boxmaker.memoryd.config import load
-from boxmaker.memoryd.mdtext import md_text
+from boxmaker.memoryd.files.mdtext import md_text
+from boxmaker.memoryd.items import projections
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass, Label
@@ -51,7 +51,7 @@ def fill(memory: Memoryd, clock: Clock) -> dict[str, str]:
 
 
 def test_topics_without_a_model() -> None:
-    from boxmaker.memoryd.items import capture_event, captured
+    from boxmaker.memoryd.items.store import capture_event, captured
 
     def item(**fields: object) -> object:
         base = {

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from item_helpers import capture, withdraw
 
-from boxmaker.memoryd import proposals
+from boxmaker.memoryd.review import proposals
 from boxmaker.memoryd.service import Memoryd, MemoryUnavailable
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.labels import DataClass

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from boxmaker.memoryd.query import STOP_WORDS, build, cjk_bigrams, terms
+from boxmaker.memoryd.index.query import STOP_WORDS, build, cjk_bigrams, terms
 
 # A MATCH string the builder may produce: quoted terms (a lone CJK character may carry " *"), joined by OR.
 _QUOTED = r'"[^"]+"(?: \*)?'

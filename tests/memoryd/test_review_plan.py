@@ -10,9 +10,10 @@ from typing import Any
 from item_helpers import commit_events, stamp
 from test_skeptic import note
 
-from boxmaker.memoryd import itemops, plan
+from boxmaker.memoryd.review import plan
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.memoryd.writer import OWNER
+from boxmaker.memoryd.write import itemops
+from boxmaker.memoryd.write.writer import OWNER
 from boxmaker.proto.messages import MemoryAdmin
 from conftest import Clock
 
@@ -121,7 +122,7 @@ def test_archive_counts_what_no_autodream_line_showed(service: Memoryd, clock: C
     entry = {"session": "job-autodream-t1", "call": "", "action": "autodream", "file": "items.jsonl",
              "where": "items.jsonl", "before": [], "after": [], "untrusted": False}  # fmt: skip
     entry["ids"] = [first]
-    from boxmaker.memoryd.journal import Change
+    from boxmaker.memoryd.files.journal import Change
 
     with service.writer.lock:
         service.journal.commit(Change(entry))
@@ -134,7 +135,7 @@ def test_archive_counts_what_no_autodream_line_showed(service: Memoryd, clock: C
 
 
 def test_items_missing_source_are_schema_drift(service: Memoryd) -> None:
-    from boxmaker.memoryd import items
+    from boxmaker.memoryd.items import store as items
 
     ident = service.items.next_id(service.now().date())
     event = items.capture_event(
@@ -193,7 +194,7 @@ def test_review_of_a_large_home_is_bounded_per_section(service: Memoryd) -> None
     shows at most plan.SHOWN rows and counts the rest, so the reply stays far under the frame limit."""
     import msgspec
 
-    from boxmaker.memoryd import items as items_mod
+    from boxmaker.memoryd.items import store as items_mod
     from boxmaker.proto.labels import DataClass, Label
 
     total, body = 3000, "Always rotate the backup disks before the weekly run. " * 25

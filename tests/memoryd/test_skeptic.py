@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd import itemops
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.memoryd.writer import OWNER
+from boxmaker.memoryd.write import itemops
+from boxmaker.memoryd.write.writer import OWNER
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryAdmin, MemoryCall, SessionUpdated, ToolRequest, ToolResponse
 from conftest import Clock, record, start, write_log

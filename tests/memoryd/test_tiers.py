@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from boxmaker.memoryd import tiers
+from boxmaker.memoryd.review import tiers
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.labels import DataClass

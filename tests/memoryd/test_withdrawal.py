@@ -12,14 +12,21 @@ from typing import Any
 import msgspec
 import pytest
 
-from boxmaker.memoryd import controls
-from boxmaker.memoryd.controls import Controls, Scope, WithdrawalRecord, check, normalize, same_scope
-from boxmaker.memoryd.items import ItemStore, capture_event
-from boxmaker.memoryd.journal import Append, Change, encode_line
-from boxmaker.memoryd.notes import Note, header_time, render
-from boxmaker.memoryd.notes import parse as parse_notes
+from boxmaker.memoryd.files.journal import Append, Change, encode_line
+from boxmaker.memoryd.files.notes import Note, header_time, render
+from boxmaker.memoryd.files.notes import parse as parse_notes
+from boxmaker.memoryd.items.store import ItemStore, capture_event
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.memoryd.writer import Caller
+from boxmaker.memoryd.withdrawal import controls
+from boxmaker.memoryd.withdrawal.controls import (
+    Controls,
+    Scope,
+    WithdrawalRecord,
+    check,
+    normalize,
+    same_scope,
+)
+from boxmaker.memoryd.write.writer import Caller
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryAdmin, MemoryCall, ToolRequest
@@ -465,7 +472,7 @@ def test_the_block_drops_withdrawn_identity_entries(service: Memoryd) -> None:
 
 
 def _add(file: str, text: str) -> Any:
-    from boxmaker.memoryd.arguments import Add
+    from boxmaker.memoryd.write.actions import Add
 
     return Add(file=file, text=text)  # type: ignore[arg-type]
 

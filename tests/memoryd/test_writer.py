@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from boxmaker.memoryd.arguments import Add, Consolidate, MemoryAction, Note, RawItem, Remove, Replace
-from boxmaker.memoryd.journal import Journal
-from boxmaker.memoryd.notes import Note as NoteEntry
-from boxmaker.memoryd.notes import parse
-from boxmaker.memoryd.store import Store
-from boxmaker.memoryd.writer import OWNER, Caller, Writer
+from boxmaker.memoryd.files.journal import Journal
+from boxmaker.memoryd.files.notes import Note as NoteEntry
+from boxmaker.memoryd.files.notes import parse
+from boxmaker.memoryd.files.store import Store
+from boxmaker.memoryd.write.actions import Add, Consolidate, MemoryAction, Note, RawItem, Remove, Replace
+from boxmaker.memoryd.write.writer import OWNER, Caller, Writer
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.settings import packaged_starter
 from conftest import Clock

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from boxmaker.memoryd.check import check_text
+from boxmaker.memoryd.check.rules import check_text
 from boxmaker.proto import unicode_tables as tables
 from conftest import shared_data
 

@@ -54,24 +54,21 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from boxmaker.memoryd import (
-    arguments,
-    erase,
-    itemops,
-    metamemory,
-    plan,
-    projections,
-    proposals,
-    review,
-    sentences,
-)
-from boxmaker.memoryd.arguments import Add
-from boxmaker.memoryd.controls import Scope
-from boxmaker.memoryd.entries import CONVENTIONS, IDENTITY_FILES, SOUL_LIMIT, STEERING_LIMIT
-from boxmaker.memoryd.items import CONFIDENCE_SCHEME, KINDS, STATUSES, Item, is_item_id
-from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.store import STEERING, FileOverLimit, FileUnreadable
-from boxmaker.memoryd.writer import OWNER, Answer
+from boxmaker.memoryd import sentences
+from boxmaker.memoryd.erase import erase
+from boxmaker.memoryd.files import pending as review
+from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES, SOUL_LIMIT, STEERING_LIMIT
+from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
+from boxmaker.memoryd.items import projections
+from boxmaker.memoryd.items.store import CONFIDENCE_SCHEME, KINDS, STATUSES, Item, is_item_id
+from boxmaker.memoryd.review import feedback as metamemory
+from boxmaker.memoryd.review import plan, proposals
+from boxmaker.memoryd.sentences import Refusal, capture
+from boxmaker.memoryd.withdrawal.controls import Scope
+from boxmaker.memoryd.write import actions as arguments
+from boxmaker.memoryd.write import itemops
+from boxmaker.memoryd.write.actions import Add
+from boxmaker.memoryd.write.writer import OWNER, Answer
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.ids import OWNER_SESSION, parse_edit_id, parse_pending_id
@@ -458,7 +455,7 @@ def _item(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
         return MemoryAdminReply(f"{exc}; nothing to show", {"code": "refused:unavailable"})
     item = every.get(request.arg)
     if item is None:
-        refusal = sentences.item_not_found(request.arg)
+        refusal = capture.item_not_found(request.arg)
         return MemoryAdminReply(refusal.sentence, {"code": refusal.code})
     hidden = _hidden(every, withdrawn)
     return MemoryAdminReply(_structured(item, withdrawn, hidden), _item_data(item, withdrawn))
@@ -790,7 +787,7 @@ def _feedback_of(memory: Memoryd, request: MemoryAdmin) -> MemoryAdminReply:
     store does not hold."""
     _item_id(request.arg)
     if memory.items.get(request.arg) is None:
-        refusal = sentences.item_not_found(request.arg)
+        refusal = capture.item_not_found(request.arg)
         return MemoryAdminReply(refusal.sentence, {"code": refusal.code})
     try:
         found = metamemory.of_item(metamemory.read_feedback(memory.config.layout.memory), request.arg)

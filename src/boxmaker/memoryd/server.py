@@ -13,7 +13,7 @@ import sqlite3
 import threading
 
 from boxmaker.memoryd.config import Config
-from boxmaker.memoryd.index import fts5_problem
+from boxmaker.memoryd.index.index import fts5_problem
 from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, Memoryd
 from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError

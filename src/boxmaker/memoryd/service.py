@@ -32,33 +32,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd import (
-    admin,
-    archive,
-    arguments,
-    block,
-    bundle,
-    dream,
-    metamemory,
-    notes,
-    projections,
-    proposals,
-    recall,
-    replay,
-    sentences,
-    tiers,
-)
+from boxmaker.memoryd import admin, sentences
+from boxmaker.memoryd.bundle import format as bundle
 from boxmaker.memoryd.config import Config
-from boxmaker.memoryd.controls import Controls, Scope, withdrawn_entries
-from boxmaker.memoryd.entries import IDENTITY_FILES
-from boxmaker.memoryd.index import Index
-from boxmaker.memoryd.items import ItemStore
-from boxmaker.memoryd.journal import Change, Journal
-from boxmaker.memoryd.recall import Recaller
-from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.store import FileOverLimit, FileUnreadable, Store, steering_problem
-from boxmaker.memoryd.withdrawal import Receipt, Withdrawals
-from boxmaker.memoryd.writer import Answer, Caller, Writer
+from boxmaker.memoryd.dream import dream
+from boxmaker.memoryd.files import block, notes
+from boxmaker.memoryd.files.entries import IDENTITY_FILES
+from boxmaker.memoryd.files.journal import Change, Journal
+from boxmaker.memoryd.files.store import FileOverLimit, FileUnreadable, Store, steering_problem
+from boxmaker.memoryd.index import recall
+from boxmaker.memoryd.index.index import Index
+from boxmaker.memoryd.index.recall import Recaller
+from boxmaker.memoryd.items import archive, projections, replay
+from boxmaker.memoryd.items.store import ItemStore
+from boxmaker.memoryd.review import feedback as metamemory
+from boxmaker.memoryd.review import proposals, tiers
+from boxmaker.memoryd.sentences import Refusal, identity, review, withdrawal
+from boxmaker.memoryd.sentences import files as files_sentences
+from boxmaker.memoryd.withdrawal.controls import Controls, Scope, withdrawn_entries
+from boxmaker.memoryd.withdrawal.receipts import Receipt, Withdrawals
+from boxmaker.memoryd.write import actions as arguments
+from boxmaker.memoryd.write.writer import Answer, Caller, Writer
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import InvalidBody, ProtocolError
 from boxmaker.proto.ids import OWNER_SESSION
@@ -269,7 +263,7 @@ class Memoryd:
         if request.tool == "recall":
             return self._recall(call)
         if request.tool != "memory":
-            refusal = sentences.arguments(f"memoryd runs recall and memory, not {request.tool}")
+            refusal = identity.arguments(f"memoryd runs recall and memory, not {request.tool}")
             return ToolResponse(request.call_id, refusal.sentence, refusal.code, None)
         decided = self.dream.call(
             call
@@ -338,7 +332,7 @@ class Memoryd:
         answer is the surface receipt. A tainted session is refused (``refused:tainted``)."""
         request = call.request
         if call.untrusted:
-            refusal = sentences.FORGET_TAINTED
+            refusal = withdrawal.FORGET_TAINTED
             return ToolResponse(request.call_id, refusal.sentence, refusal.code, None)
         parsed = arguments.parse_forget(request.arguments)
         if isinstance(parsed, Refusal):
@@ -407,7 +401,7 @@ class Memoryd:
         except OSError as exc:
             log.error("feedback not recorded: %s", exc)
             return Answer(f"{exc}; nothing was recorded", "refused:unavailable")
-        text = sentences.feedback_recorded(ident, event["memory_item_ids"], event["verdict"])
+        text = review.feedback_recorded(ident, event["memory_item_ids"], event["verdict"])
         return Answer(text, sentences.OK, str(line["id"]))
 
     def _tiers(self, call: MemoryCall) -> ToolResponse:
@@ -493,7 +487,7 @@ class Memoryd:
         name = topic.removeprefix("topics/").removesuffix(".md")
         page = rendered.topics.get(name)
         if page is None:
-            return sentences.unknown_topic(topic, sorted(rendered.topics))
+            return files_sentences.unknown_topic(topic, sorted(rendered.topics))
         return page
 
     def _read(self, call: MemoryCall) -> ToolResponse:
@@ -516,15 +510,15 @@ class Memoryd:
         written (the journal line then still records the attempt, erring towards a known copy).
         """
         if path.exists() or path.is_symlink():
-            return sentences.export_exists(str(path))
+            return files_sentences.export_exists(str(path))
         if not path.parent.is_dir():
-            return sentences.unwritable(str(path), "its folder does not exist")
+            return files_sentences.unwritable(str(path), "its folder does not exist")
         with self.writer.lock:
             try:
                 events = self.items.events()
                 controls = bundle.read_controls(self.config.layout.memory)
             except OSError as exc:
-                return sentences.unwritable(str(path), f"the item store cannot be read: {exc}")
+                return files_sentences.unwritable(str(path), f"the item store cannot be read: {exc}")
             made = bundle.build_export(events, controls, self.excluded(), omit_withdrawn, self.now())
             entry = {
                 "session": OWNER_SESSION,
@@ -543,9 +537,9 @@ class Memoryd:
         try:
             bundle.write_new(path, data)
         except FileExistsError:
-            return sentences.export_exists(str(path))
+            return files_sentences.export_exists(str(path))
         except OSError as exc:
-            return sentences.unwritable(str(path), exc.strerror or str(exc))
+            return files_sentences.unwritable(str(path), exc.strerror or str(exc))
         return made
 
     def import_bundle(self, path: Path, trusted: bool = False) -> tuple[bundle.ImportPlan, str] | Refusal:
@@ -600,13 +594,13 @@ class Memoryd:
     def replay_into(self, folder: Path) -> list[str] | Refusal:
         """Replay the journal into `folder` (new or empty); returns the files written there."""
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-            return sentences.replay_not_empty(str(folder))
+            return files_sentences.replay_not_empty(str(folder))
         lines = list(self.journal.entries_newest_first())
         lines.reverse()
         try:
             replay.replay(lines, folder, self.exclusion_for)
         except OSError as exc:
-            return sentences.unwritable(str(folder), exc.strerror or str(exc))
+            return files_sentences.unwritable(str(folder), exc.strerror or str(exc))
         return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 

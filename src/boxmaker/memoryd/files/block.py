@@ -1,0 +1,81 @@
+"""The memory block appended to the system prompt (M5a section 4; DESIGN 10.4).
+
+Exactly::
+
+    # soul.md
+    <blank>
+    <soul text>
+    <blank>
+    # conventions.md (0 of 2,000 characters)
+    <blank>
+    (empty)
+    <blank>
+    # memory.md (1,474 of 2,200 characters)
+    <blank>
+    <entries separated by a line "§">
+    <blank>
+    # user.md (0 of 1,375 characters)
+    <blank>
+    (empty)
+
+conventions.md (seed 003 sections 8 and 17: the owner's stable rules, hot) comes right after soul.md.
+Counts are of the files' text. Each entry of conventions.md, memory.md and user.md is checked again as
+the block is built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it.
+A withdrawn entry (seed 003 section 12.2: its text equals a withdrawn item's, or a withdrawn session
+wrote it; the caller works that out, `controls.withdrawn_entries`) is left out the same way, with rule
+``withdrawn``. soul.md is the owner's and is not checked. Pure: the caller reads the files and refuses a
+file over its limit (and soul.md with conventions.md over their shared 3,400, `store.steering_problem`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
+
+from boxmaker.memoryd.check.rules import check_text
+from boxmaker.memoryd.files.entries import render_entries
+from boxmaker.memoryd.files.store import IdentityFile
+
+EMPTY = "(empty)"
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """An entry the block leaves out: its file, the rule that refused it, and the entry."""
+
+    file: str
+    rule: str
+    entry: str
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The rendered block and the entries it left out."""
+
+    text: str
+    left_out: tuple[LeftOut, ...]
+
+
+#: The rule a withdrawn entry is left out by.
+WITHDRAWN = "withdrawn"
+
+
+def render(soul: str, files: Sequence[IdentityFile], withdrawn: Set[tuple[str, str]] = frozenset()) -> Block:
+    """Render the block from soul.md's text and the files after it, in the order given
+    (conventions.md, memory.md, user.md), leaving out the `withdrawn` entries ((file name, text))."""
+    parts = ["# soul.md", "", soul or EMPTY]
+    left_out: list[LeftOut] = []
+    for file in files:
+        kept = []
+        for entry in file.entries:
+            if (file.spec.name, entry) in withdrawn:
+                left_out.append(LeftOut(file.spec.name, WITHDRAWN, entry))
+                continue
+            refusal = check_text(entry)
+            if refusal is None:
+                kept.append(entry)
+            else:
+                left_out.append(LeftOut(file.spec.name, refusal.rule, entry))
+        header = f"# {file.spec.name} ({file.size:,} of {file.spec.limit:,} characters)"
+        parts += ["", header, "", render_entries(kept) if kept else EMPTY]
+    return Block("\n".join(parts), tuple(left_out))

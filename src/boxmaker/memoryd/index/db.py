@@ -1,0 +1,587 @@
+"""One index database: its schema, and what goes into it (M5a section 6; DESIGN 7 and 11).
+
+Indexed from session logs (every epoch file ``sessions/<id>/N.jsonl``, in epoch order, the session's
+label carried across epochs): the content of `user` records (with the speaker's name), of `assistant`
+records that have content, each tool call as ``name arguments``, and `tool_summary` content. Never
+tool results, never reasoning. From notes.md: every entry, with the label its header gives.
+
+Each row gets the label in force when its record was written: the stricter of ``private`` and every
+tool result before it. A row whose class is above ``max_class`` is not indexed at all, and its text
+never reaches another row's context.
+
+Withdrawn content is never indexed (seed 003 section 12.2): `exclusion` (read at each catch-up) names
+withdrawn sessions, records and notes, which are skipped; a reinstatement rebuilds the index.
+
+Rows are only ever appended: session logs and notes.md are append-only. When notes.md was changed
+other than by appending, or a log shrank, the caller rebuilds the index from nothing (`Index.rebuild`).
+
+Schema (an ordered list of named migrations, STYLE 13)::
+
+    sources(rowid, kind, data)   data: JSON [key, kind, role, session, epoch, record, time, speaker,
+                                             origin, class, untrusted, text]
+    hits USING fts5(text, ctx, time; contentless; porter unicode61)
+    progress(log, records, offset, class, untrusted, tail)
+    meta(key, value)
+
+`hits.text` is the record's text (``speaker: text`` for a user turn with a speaker), `hits.ctx` the
+two indexed texts before it in the same session (document expansion), `hits.time` its date in words.
+CJK runs are stored as overlapping two-character pieces (`query.cjk_bigrams`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from queue import Empty, Queue
+from typing import Any, TypeVar
+
+import msgspec
+
+from boxmaker.memoryd.files.notes import Note
+from boxmaker.memoryd.index.query import TOKENIZER
+from boxmaker.memoryd.index.walk import Rows, Walk, searchable_text, time_of, walk_records
+from boxmaker.memoryd.withdrawal.controls import Exclusion
+from boxmaker.proto.fsio import complete_lines
+from boxmaker.proto.ids import OWNER_SESSION, is_session_id
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.records import Record, decode_record
+
+log = logging.getLogger("boxmaker.memoryd.index")
+
+T = TypeVar("T")
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "0001-sources",
+        "CREATE TABLE sources(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, data TEXT NOT NULL)",
+    ),
+    (
+        "0002-hits",
+        f"CREATE VIRTUAL TABLE hits USING fts5(text, ctx, time, content='', tokenize='{TOKENIZER}')",
+    ),
+    (
+        "0003-progress",
+        """CREATE TABLE progress(
+            log TEXT PRIMARY KEY, records INTEGER NOT NULL, offset INTEGER NOT NULL,
+            class TEXT NOT NULL, untrusted INTEGER NOT NULL, tail TEXT NOT NULL)""",
+    ),
+    ("0004-meta", "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"),
+    # FTS5 keeps 64 MB of new terms in memory before writing a segment: far faster bulk builds.
+    ("0005-hits-hashsize", "INSERT INTO hits(hits, rank) VALUES ('hashsize', 67108864)"),
+)
+
+
+class SchemaMismatch(Exception):
+    """Raised when the database holds migrations this version does not know (rebuild it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What an index holds: session logs read, rows from them, notes."""
+
+    logs: int
+    records: int
+    notes: int
+
+
+#: Rows written in one transaction at most (FTS5 builds faster in large transactions; a bulk build
+#: overlaps reading the next batch with writing this one).
+BATCH_ROWS = 20_000
+FIRST_BATCH_ROWS = 1_250
+
+
+#: How much of a log is read at a time, in bytes.
+CHUNK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _LogState:
+    """Reading one log: where it resumes, the walk so far, and whether a bad line stopped it."""
+
+    session: str
+    epoch: int
+    name: str
+    path: Path
+    records: int
+    offset: int
+    walk: Walk
+    known: bool = False
+    damaged: bool = False
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Rows and progress lines waiting to be written together."""
+
+    rows: Rows = field(default_factory=Rows)
+    progress: list[tuple[str, int, int, str, int, str]] = field(default_factory=list)
+
+    def encoded(self) -> _Encoded:
+        """The batch as the JSON arrays `IndexDB._flush` writes (made on the producer's thread)."""
+        return _Encoded(
+            len(self.rows.sources),
+            _json(self.rows.sources),
+            _json(self.rows.searchable),
+            _json(self.progress),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """A batch as JSON: how many rows, then the sources, the searchable columns and the progress."""
+
+    count: int
+    sources: str
+    searchable: str
+    progress: str
+
+
+def connect(path: Path, bulk: bool = False) -> sqlite3.Connection:
+    """Open an index file (`check_same_thread` off for the reader pool).
+
+    Live files use WAL, so recall reads while a catch-up writes. A file being built from nothing
+    (`bulk`) has no journal and no syncs until `finish_bulk`: a crash leaves a half-built file that
+    the next build deletes, and the build is much faster. Either way the file is disposable.
+    """
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
+    conn.execute("PRAGMA page_size=8192")  # only takes effect on a new file
+    conn.execute("PRAGMA cache_size=-65536")
+    if bulk:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+    else:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+#: FTS5 merges segments less often while a file is built from nothing (faster); live files merge
+#: at the default, so queries see few segments.
+BULK_AUTOMERGE = 16
+LIVE_AUTOMERGE = 4
+
+
+def start_bulk(conn: sqlite3.Connection) -> None:
+    """Settings for building a migrated file from nothing (see `connect`)."""
+    conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (BULK_AUTOMERGE,))
+
+
+def finish_bulk(conn: sqlite3.Connection) -> None:
+    """Back to live settings after a bulk build: default merging, WAL, synced."""
+    conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Apply the migrations this database lacks, in order, each in its own transaction.
+
+    Raises:
+        SchemaMismatch: the database has migrations this version does not know.
+        sqlite3.DatabaseError: the file is not a usable database.
+    """
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY)")
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    unknown = done - {name for name, _ in MIGRATIONS}
+    if unknown:
+        raise SchemaMismatch(f"unknown migrations {sorted(unknown)}")
+    for name, sql in MIGRATIONS:
+        if name not in done:
+            with transaction(conn):
+                conn.execute(sql)
+                conn.execute("INSERT INTO migrations(name) VALUES (?)", (name,))
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: committed on success, rolled back on any error (STYLE 13)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class IndexDB:
+    """Writes one index file. Not thread-safe: the caller serialises writers.
+
+    Rows are gathered per log and written in transactions of up to `BATCH_ROWS` rows, each table's
+    rows in one statement over a JSON array (``json_each``), so SQLite works without holding Python's
+    lock; a bulk catch-up reads and walks the next logs on a second thread meanwhile (`prefetch`).
+
+    Args:
+        conn: an open connection (see `connect`), already migrated.
+        sessions: the sessions folder to read logs from.
+        max_class: rows above this class are not indexed.
+        cancel: once set, a catch-up in progress stops between batches (`Cancelled`).
+        exclusion: what is withdrawn now (called at each catch-up and notes batch); withdrawn
+            sessions, records and notes are not indexed.
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        sessions: Path,
+        max_class: DataClass,
+        cancel: threading.Event | None = None,
+        exclusion: Callable[[], Exclusion] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.exclusion = exclusion or Exclusion
+        self.cancel = cancel or threading.Event()
+        self.sessions = sessions
+        self.max_class = max_class
+        self._reported: set[tuple[str, int]] = set()
+        self._next = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sources").fetchone()[0])
+
+    # Session logs --------------------------------------------------------------------------------
+
+    def session_ids(self) -> list[str]:
+        """Every session folder with a valid id, sorted."""
+        try:
+            with os.scandir(self.sessions) as entries:
+                names = sorted(entry.name for entry in entries if entry.is_dir())
+        except FileNotFoundError:
+            return []
+        kept = [n for n in names if is_session_id(n) and n != OWNER_SESSION]
+        for name in sorted(set(names) - set(kept)):
+            log.warning("ignoring %s: not a session id of an agent", self.sessions / name)
+        return kept
+
+    def epochs(self, session: str) -> list[int]:
+        """The epoch numbers of a session's logs, in order."""
+        try:
+            found = [name[:-6] for name in os.listdir(self.sessions / session) if name.endswith(".jsonl")]
+        except OSError:
+            return []
+        return sorted(
+            int(stem)
+            for stem in found
+            if stem.isascii() and stem.isdigit() and (stem == "0" or not stem.startswith("0"))
+        )
+
+    def catch_up(self, session: str) -> int:
+        """Index the records of `session` past its progress, every epoch. Returns rows added.
+
+        Raises:
+            LogShrank: a log is shorter than what was indexed (the caller rebuilds).
+        """
+        return self.catch_up_all([session])
+
+    def catch_up_all(
+        self, sessions: Sequence[str] | None = None, lock: AbstractContextManager[Any] | None = None
+    ) -> int:
+        """Catch up `sessions` (default: every session), in large transactions. Returns rows added.
+
+        Args:
+            sessions: the sessions to read (None: every session folder).
+            lock: held around each use of the connection (so other writers, such as notes being
+                appended, go between batches); no other catch-up may run meanwhile.
+
+        Raises:
+            LogShrank: see `catch_up`.
+            Cancelled: `cancel` was set.
+        """
+        guard = lock if lock is not None else contextlib.nullcontext()
+        names = self.session_ids() if sessions is None else list(sessions)
+        select = "SELECT log, records, offset, class, untrusted, tail FROM progress"
+        with guard:
+            if len(names) == 1:  # the logs of session S are named "S/N.jsonl": from "S/" up to "S0"
+                rows = self.conn.execute(
+                    f"{select} WHERE log >= ? AND log < ?", (f"{names[0]}/", f"{names[0]}0")
+                )
+            else:
+                rows = self.conn.execute(select)
+            progress = {str(row[0]): tuple(row[1:]) for row in rows}
+        batches = self._batches(names, progress)
+        added = 0
+        for batch in prefetch(batches) if len(names) > 1 else batches:
+            with guard:
+                added += self._flush(batch)
+        return added
+
+    def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Encoded]:
+        """Rows of every session past its progress, in batches (no SQL). The first batches are
+        small, so writing starts early, then each doubles up to `BATCH_ROWS`. Logs are read in
+        chunks of `CHUNK_BYTES`, so a huge log neither fills memory nor delays a stop."""
+        batch = _Batch()
+        size = FIRST_BATCH_ROWS
+        excluded = self.exclusion()
+        for session in names:
+            if excluded.session(session):
+                continue
+            carry: Walk | None = None
+            for epoch in self.epochs(session):
+                log_state = self._start(session, epoch, carry, progress)
+                if log_state is None:
+                    continue
+                while True:
+                    if self.cancel.is_set():
+                        raise Cancelled
+                    more = self._collect(log_state, batch, excluded)
+                    if len(batch.rows.sources) >= size:
+                        yield batch.encoded()
+                        batch = _Batch()
+                        size = min(2 * size, BATCH_ROWS)
+                    if not more:
+                        break
+                if log_state.damaged:
+                    break  # a later epoch's label depends on the records this one could not read
+                carry = log_state.walk
+        yield batch.encoded()
+
+    def _start(
+        self, session: str, epoch: int, carry: Walk | None, progress: dict[str, tuple[Any, ...]]
+    ) -> _LogState | None:
+        """Where reading a log resumes: its progress, or the start with the previous epoch's label.
+
+        Raises:
+            LogShrank: the log is shorter than what was indexed.
+        """
+        name = f"{session}/{epoch}.jsonl"
+        path = self.sessions / name
+        row = progress.get(name)
+        if row is None:
+            state = _LogState(session, epoch, name, path, 0, 0, carry.copy() if carry is not None else Walk())
+        else:
+            walk = Walk(DataClass(row[2]).rank, bool(row[3]), json.loads(row[4]))
+            state = _LogState(session, epoch, name, path, int(row[0]), int(row[1]), walk, known=True)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None
+        if size < state.offset:
+            raise LogShrank(f"{path} is {size:,} bytes, shorter than the {state.offset:,} already indexed")
+        return state
+
+    def _collect(self, state: _LogState, batch: _Batch, excluded: Exclusion) -> bool:
+        """Walk the next chunk of a log into `batch`, leaving out withdrawn records. Returns True
+        when more of the log is left."""
+        try:
+            with state.path.open("rb") as handle:
+                handle.seek(state.offset)
+                data = handle.read(CHUNK_BYTES)
+                if len(data) == CHUNK_BYTES and b"\n" not in data:
+                    data += handle.readline()  # one line longer than a chunk: read it whole
+        except FileNotFoundError:
+            return False
+        lines, _ = complete_lines(data)
+        decoded: list[Record] = []
+        consumed = 0
+        for number, line in enumerate(lines, start=state.records + 1):
+            try:
+                decoded.append(decode_record(line))
+            except ValueError as exc:
+                self._report(state.path, number, str(exc))
+                state.damaged = True
+                break
+            consumed += len(line) + 1
+        if decoded or not state.known:
+            walk_records(
+                state.session,
+                state.epoch,
+                state.records,
+                decoded,
+                state.walk,
+                max_class=self.max_class,
+                rows=batch.rows,
+                skip=_skip(excluded, state.session, state.epoch) if excluded else None,
+            )
+            state.records += len(decoded)
+            state.offset += consumed
+            state.known = True
+            batch.progress.append(
+                (
+                    state.name,
+                    state.records,
+                    state.offset,
+                    state.walk.data_class,
+                    int(state.walk.untrusted),
+                    json.dumps(state.walk.tail),
+                )
+            )
+        return bool(decoded) and not state.damaged and len(data) >= CHUNK_BYTES
+
+    def _flush(self, batch: _Encoded, meta: dict[str, str] | None = None) -> int:
+        """Write one batch (and `meta` values) in one transaction."""
+        with transaction(self.conn):
+            added = self._write(batch)
+            for key, value in (meta or {}).items():
+                self.set_meta(key, value)
+        return added
+
+    def _write(self, batch: _Encoded) -> int:
+        """Write one batch inside the caller's transaction; each table in one statement over a JSON
+        array, during which SQLite does not hold Python's lock (the producer thread keeps working)."""
+        first = self._next
+        if batch.count:
+            self.conn.execute(
+                "INSERT INTO sources(rowid, kind, data) SELECT key + ?, value ->> 1, value FROM json_each(?)",
+                (first, batch.sources),
+            )
+            self.conn.execute(
+                "INSERT INTO hits(rowid, text, ctx, time)"
+                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
+                (first, batch.searchable),
+            )
+        self.conn.execute(
+            "INSERT OR REPLACE INTO progress(log, records, offset, class, untrusted, tail)"
+            " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
+            " FROM json_each(?)",
+            (batch.progress,),
+        )
+        self._next = first + batch.count
+        return batch.count
+
+    def _report(self, path: Path, line: int, why: str) -> None:
+        if (str(path), line) not in self._reported:
+            self._reported.add((str(path), line))
+            log.warning("skipping the rest of %s from line %d: not a valid record (%s)", path, line, why)
+
+    # Notes -------------------------------------------------------------------------------------------
+
+    def _notes_batch(self, notes: Sequence[Note]) -> _Encoded:
+        batch = _Batch()
+        excluded = self.exclusion()
+        for note in notes:
+            if note.label.data_class > self.max_class or excluded.note(note):
+                continue
+            time = f"{note.time[:16]}:00Z" if note.time else ""
+            batch.rows.sources.append(
+                (
+                    note.key,
+                    "note",
+                    note.kind,
+                    note.session,
+                    None,
+                    note.position,
+                    time,
+                    "",
+                    note.source,
+                    note.label.data_class.value,
+                    int(note.label.untrusted),
+                    note.text,
+                )
+            )
+            batch.rows.searchable.append((searchable_text(note.text), "", time_of(time)))
+        return batch.encoded()
+
+    def add_notes(self, notes: Sequence[Note], meta: dict[str, str] | None = None) -> int:
+        """Index notes appended to notes.md, and set `meta` (what notes.md is now), in one
+        transaction. Returns how many were indexed (not above max_class)."""
+        count = int(self.meta("notes_count") or 0) + len(notes)
+        return self._flush(self._notes_batch(notes), {**(meta or {}), "notes_count": str(count)})
+
+    def replace_notes(self, notes: Sequence[Note], meta: dict[str, str] | None = None) -> int:
+        """Take every note out of the index and index `notes` instead (notes.md edited by hand), in
+        one transaction with `meta`.
+
+        The table is contentless, so each row is deleted with the values it was indexed with,
+        made again from the text kept in `sources`.
+        """
+        rows = self.conn.execute("SELECT rowid, data FROM sources WHERE kind = 'note'").fetchall()
+        batch = self._notes_batch(notes)
+        with transaction(self.conn):
+            for rowid, data in rows:
+                source = json.loads(data)
+                self.conn.execute(
+                    "INSERT INTO hits(hits, rowid, text, ctx, time) VALUES ('delete', ?, ?, '', ?)",
+                    (rowid, searchable_text(source[11]), time_of(source[6])),
+                )
+            self.conn.execute("DELETE FROM sources WHERE kind = 'note'")
+            added = self._write(batch)
+            for key, value in {**(meta or {}), "notes_count": str(len(notes))}.items():
+                self.set_meta(key, value)
+        return added
+
+    def meta(self, key: str) -> str | None:
+        """A value of the meta table, or None."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a value of the meta table (inside the caller's transaction, or on its own)."""
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def counts(self) -> Counts:
+        """Logs read, rows from sessions, rows from notes."""
+        return counts_of(self.conn)
+
+
+def _skip(excluded: Exclusion, session: str, epoch: int) -> Callable[[int], bool]:
+    """`walk_records`'s skip for one log: record numbers are 0-based, anchors' lines 1-based."""
+    return lambda number: excluded.record(session, epoch, number + 1)
+
+
+def counts_of(conn: sqlite3.Connection) -> Counts:
+    """Logs read, rows from sessions and rows from notes of an index file."""
+    logs = conn.execute("SELECT count(*) FROM progress").fetchone()[0]
+    notes = conn.execute("SELECT count(*) FROM sources WHERE kind = 'note'").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
+    return Counts(int(logs), int(total - notes), int(notes))
+
+
+_ENCODER = msgspec.json.Encoder()
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json(rows: list[Any]) -> str:
+    """Rows as one JSON array; a lone surrogate (possible in a model's text) becomes U+FFFD."""
+    try:
+        return _ENCODER.encode(rows).decode("utf-8")
+    except UnicodeEncodeError:
+        clean = [[_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row] for row in rows]
+        return _ENCODER.encode(clean).decode("utf-8")
+
+
+def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """Yield `items`, produced on a background thread up to `depth` ahead; a producer's error is
+    raised here. Stopping early (an error in the consumer) stops the producer."""
+    queue: Queue[tuple[bool, Any]] = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                queue.put((True, item))
+        except BaseException as exc:
+            queue.put((False, exc))
+            return
+        queue.put((False, None))
+
+    thread = threading.Thread(target=produce, name="index-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            more, value = queue.get()
+            if not more:
+                if isinstance(value, BaseException):
+                    raise value
+                return
+            yield value
+    finally:
+        stop.set()
+        while thread.is_alive():
+            with contextlib.suppress(Empty):
+                queue.get(timeout=0.05)
+
+
+class Cancelled(Exception):
+    """Raised when a catch-up stops because memoryd is stopping."""
+
+
+class LogShrank(Exception):
+    """Raised when a session log is shorter than the part already indexed (it was rewritten)."""

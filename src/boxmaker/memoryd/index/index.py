@@ -1,0 +1,448 @@
+"""The live index: ``{home}/index/memory.sqlite3`` (M5a sections 6 and 10; DESIGN 7).
+
+Disposable: deleting it and restarting memoryd, or `rebuild` (``bxctl reindex``), builds it again from
+``sessions/`` and ``notes.md``.
+
+Concurrency, so memoryd always answers:
+
+- Recall reads through `readers.Readers` (a pool of read-only connections) and never waits for a
+  writer; only a swap holds it out, for a moment.
+- Writes to the live file hold `_lock` only while they use the connection: a catch-up holds it per
+  batch, so notes being appended and `status` go between batches. One catch-up runs at a time
+  (`_catching`), since each reads the progress it resumes from.
+- At start `warm_up` does the slow part (a check of the file, the catch-up of every session, or a
+  whole build) on a background thread; until it is done, `session_updated` is queued and recall
+  waits (`wait_ready`).
+- `rebuild` builds a new file beside the live one while recall keeps answering, catches it up with
+  every catch-up held out, then closes every connection to the old file before renaming the new one
+  over it (renaming an SQLite file under an open connection can corrupt it). A log that shrank
+  starts a rebuild in the background.
+- A file that cannot be opened, or fails its check, is moved aside and rebuilt (runbook
+  memory-index-damaged).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from boxmaker.memoryd.files.entries import normalise_newlines
+from boxmaker.memoryd.files.notes import Note
+from boxmaker.memoryd.files.notes import parse as parse_notes
+from boxmaker.memoryd.index.db import (
+    Cancelled,
+    Counts,
+    IndexDB,
+    LogShrank,
+    SchemaMismatch,
+    connect,
+    finish_bulk,
+    migrate,
+    start_bulk,
+)
+from boxmaker.memoryd.index.hits import Hit
+from boxmaker.memoryd.index.query import Query
+from boxmaker.memoryd.index.readers import Readers
+from boxmaker.memoryd.withdrawal.controls import Exclusion
+from boxmaker.proto import fsio
+from boxmaker.proto.errors import BoxmakerError
+from boxmaker.proto.labels import DataClass
+
+log = logging.getLogger("boxmaker.memoryd.index")
+
+Stat = tuple[int, int] | None
+
+
+class IndexUnusable(BoxmakerError):
+    """Raised when the index folder or file cannot be created at all (memoryd-start-failed)."""
+
+
+def fts5_problem() -> str:
+    """ "" when Python's SQLite has FTS5 with the porter tokenizer, else a sentence saying what lacks."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+    except sqlite3.Error as exc:
+        return f"Python's SQLite {sqlite3.sqlite_version} has no usable FTS5 ({exc})"
+    finally:
+        conn.close()
+    return ""
+
+
+class Index:
+    """memoryd's index, safe to use from many threads.
+
+    Args:
+        path: the database file (its folder is created 0700).
+        sessions: the sessions folder.
+        notes: notes.md.
+        max_class: rows above this class are not indexed (``[index] max_class``).
+        exclusion: what is withdrawn now (`controls.Controls.exclusion`); never indexed.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        sessions: Path,
+        notes: Path,
+        max_class: DataClass,
+        exclusion: Callable[[], Exclusion] | None = None,
+    ) -> None:
+        self.path = path
+        self.exclusion = exclusion
+        self.sessions = sessions
+        self.notes = notes
+        self.max_class = max_class
+        self.readers = Readers(path)
+        self._lock = threading.RLock()  # the live connection
+        self._catching = threading.Lock()  # one catch-up at a time
+        self._rebuilding = threading.Lock()
+        self._db: IndexDB | None = None
+        self._notes_hash = hashlib.sha256()
+        self._notes_bytes = 0
+        self._notes_stat: Stat = None
+        self._ready = threading.Event()
+        self._ready.set()
+        self._waiting: set[str] = set()
+        self._waiting_lock = threading.Lock()
+        self._background: list[threading.Thread] = []
+        self._cancel = threading.Event()
+
+    # Opening and closing ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open (or create) the file; one that is not a usable index is moved aside at once.
+
+        Raises:
+            IndexUnusable: the folder or a new file cannot be created.
+        """
+        try:
+            fsio.ensure_dir(self.path.parent)
+        except OSError as exc:
+            raise IndexUnusable(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
+        for suffix in ("", "-wal", "-shm"):  # a rebuild a crash interrupted
+            Path(f"{self.path}.new{suffix}").unlink(missing_ok=True)
+        try:
+            self._db = self._open_file(self.path)
+        except (sqlite3.DatabaseError, SchemaMismatch) as exc:
+            self._move_aside(exc)
+            try:
+                self._db = self._open_file(self.path)
+            except sqlite3.DatabaseError as again:
+                raise IndexUnusable(f"cannot create {self.path}: {again}") from None
+
+    def _move_aside(self, why: object) -> None:
+        aside = self.path.with_name(f"{self.path.name}.damaged-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}")
+        log.error("memory-index-damaged: %s (%s); moved it to %s and rebuilding", self.path, why, aside)
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(str(self.path) + suffix)
+            if source.exists():
+                os.replace(source, Path(str(aside) + suffix))
+
+    def _open_file(self, path: Path, bulk: bool = False) -> IndexDB:
+        conn = connect(path, bulk)
+        try:
+            os.chmod(path, 0o600)
+            migrate(conn)
+            if bulk:
+                start_bulk(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return IndexDB(conn, self.sessions, self.max_class, self._cancel, self.exclusion)
+
+    def close(self) -> None:
+        """Stop the background work (between two batches), then close every connection."""
+        self._cancel.set()
+        for thread in self._background:
+            thread.join()
+        self.readers.shutdown()
+        with self._lock:
+            if self._db is not None:
+                self._db.conn.close()
+                self._db = None
+
+    @property
+    def db(self) -> IndexDB:
+        """The writer's database (after `open`)."""
+        if self._db is None:
+            raise RuntimeError("the index is not open")
+        return self._db
+
+    # Warming up at start ---------------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Bring the index up to date on a background thread (at start), so memoryd answers at
+        once: the file is checked (a damaged one is moved aside), a new index is built in bulk and
+        swapped in, an existing one catches up with notes.md and every session. Until it is done,
+        `session_updated` is queued and `wait_ready` waits."""
+        self._ready.clear()
+        self._run_in_background(self._warm, "index-warm-up")
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for `warm_up` to finish; True when it has."""
+        return self._ready.wait(timeout)
+
+    def _run_in_background(self, target: object, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+        self._background.append(thread)
+        thread.start()
+
+    def _warm(self) -> None:
+        started = time.monotonic()
+        try:
+            verdict = self.readers.quick_check()
+            if verdict != "ok":
+                self._replace_damaged(verdict)
+            if self.is_empty():
+                self.rebuild()
+            else:
+                self.sync_notes()
+                self.catch_up_all()
+            self._drain_waiting()
+        except Cancelled:
+            return
+        except Exception:
+            log.exception("memory-index-damaged: bringing the index up to date failed; run `bxctl reindex`")
+            self._ready.set()
+            return
+        log.info("index ready in %.1f s: %s", time.monotonic() - started, self.counts())
+
+    def _drain_waiting(self) -> None:
+        while True:
+            with self._waiting_lock:
+                sessions = sorted(self._waiting)
+                self._waiting.clear()
+                if not sessions:
+                    self._ready.set()
+                    return
+            self._catch_up(sessions)
+
+    def _replace_damaged(self, why: str) -> None:
+        with self._catching, self._lock, self.readers.closed():
+            self.db.conn.close()
+            self._move_aside(f"quick_check: {why}")
+            self._db = self._open_file(self.path)
+
+    def is_empty(self) -> bool:
+        """True for an index that has read no log and no note (new, or just moved aside)."""
+        with self._lock:
+            counts = self.db.counts()
+            return counts.logs == 0 and counts.notes == 0 and self.db.meta("notes_bytes") is None
+
+    # Sessions ------------------------------------------------------------------------------------
+
+    def catch_up(self, session: str) -> int:
+        """Index what `session` logged since its progress (``session_updated``). Returns rows added
+        (0 while `warm_up` runs: the session is queued for it)."""
+        with self._waiting_lock:
+            if not self._ready.is_set():
+                self._waiting.add(session)
+                return 0
+        return self._catch_up([session])
+
+    def catch_up_all(self) -> int:
+        """Catch up every session. Returns rows added."""
+        return self._catch_up(None)
+
+    def _catch_up(self, sessions: Sequence[str] | None) -> int:
+        with self._catching:
+            try:
+                return self.db.catch_up_all(sessions, lock=self._lock)
+            except LogShrank as exc:
+                log.warning("%s; rebuilding the index in the background", exc)
+        self._run_in_background(self.rebuild, "index-rebuild")
+        return 0
+
+    # Notes -----------------------------------------------------------------------------------------
+
+    def add_notes(self, notes: Sequence[Note], data: bytes) -> None:
+        """Index notes just appended to notes.md as `data` (the writer calls this, in append order).
+
+        When notes.md is not what the index knew plus `data` (the owner edited it meanwhile), every
+        note is indexed again instead.
+        """
+        with self._lock:
+            now = _stat(self.notes)
+            if now == self._notes_stat:
+                return  # a recall's `refresh_notes` saw this append first and indexed it
+            if now is None or now[0] != self._notes_bytes + len(data):
+                self.sync_notes()
+                return
+            self._notes_hash.update(data)
+            self._notes_bytes += len(data)
+            meta = {"notes_sha256": self._notes_hash.hexdigest(), "notes_bytes": str(self._notes_bytes)}
+            self.db.add_notes(notes, meta)
+            self._notes_stat = now
+
+    def sync_notes(self) -> None:
+        """Bring the index's notes in line with notes.md: notes appended since the index last saw
+        the file are added; after any other change (a hand edit) every note is indexed again. A
+        missing notes.md changes nothing (it is recreated at start; its notes are in the journal)."""
+        with self._lock:
+            data, stat = _snapshot(self.notes)
+            if stat is None:
+                log.warning("%s is missing; the notes in the index stay as they were", self.notes)
+                return
+            if not _sync_notes(self.db, data):
+                log.info("notes.md was edited by hand; indexing its notes again")
+            self._load_notes_state(data, stat)
+
+    def refresh_notes(self) -> None:
+        """`sync_notes` when notes.md changed since memoryd last wrote or read it (recall calls this,
+        so a note the owner deleted by hand is not recalled)."""
+        if _stat(self.notes) != self._notes_stat:
+            self.sync_notes()
+
+    def _load_notes_state(self, data: bytes, stat: Stat) -> None:
+        """What the index has seen of notes.md: `data`, read at `stat`. An append made after that
+        read differs from `stat`, so `add_notes` still indexes it."""
+        known = int(self.db.meta("notes_bytes") or 0)
+        self._notes_hash = hashlib.sha256(data[:known])
+        self._notes_bytes = known
+        self._notes_stat = stat
+
+    # Rebuilding ------------------------------------------------------------------------------------
+
+    def rebuild(self) -> Counts:
+        """Build a new index file from nothing while recall keeps answering, then swap it in.
+
+        Returns:
+            What the new index holds.
+
+        Raises:
+            Cancelled: memoryd is stopping (the half-built file is left for the next build).
+        """
+        with self._rebuilding:
+            fresh = self.path.with_name(self.path.name + ".new")
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(fresh) + suffix).unlink(missing_ok=True)
+            db = self._open_file(fresh, bulk=True)
+            try:
+                self._fill(db)
+                with self._catching, self._lock:
+                    seen = self._fill(db)
+                    counts = db.counts()
+                    finish_bulk(db.conn)
+                    db.conn.close()
+                    self._swap_in(fresh)
+                    self._load_notes_state(*seen)
+            finally:
+                db.conn.close()
+        log.info("reindexed: %d logs, %d records, %d notes", counts.logs, counts.records, counts.notes)
+        return counts
+
+    def rebuild_in_background(self) -> None:
+        """Start `rebuild` on a background thread (after a withdrawal or a reinstatement, so the
+        index holds exactly what is eligible); recall filters withdrawn hits meanwhile."""
+        self._run_in_background(self._rebuild_logged, "index-rebuild")
+
+    def _rebuild_logged(self) -> None:
+        try:
+            self.rebuild()
+        except Cancelled:
+            return
+        except Exception:
+            log.exception("memory-index-damaged: rebuilding the index failed; run `bxctl reindex`")
+
+    def seal(self) -> None:
+        """After an erasure's `rebuild` (seed 003 section 12.3): leave no page of the old index
+        anywhere. The new file is vacuumed when it has free pages, checkpointed, and switched out of
+        WAL and back (which deletes the -wal file), and leftovers of earlier files in the folder (a
+        ``.new`` build, ``.damaged-*`` copies moved aside) are removed.
+
+        Raises:
+            sqlite3.Error: when the file cannot be written.
+        """
+        with self._catching, self._lock, self.readers.closed():
+            conn = self.db.conn
+            if conn.execute("PRAGMA freelist_count").fetchone()[0]:
+                conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("PRAGMA journal_mode=DELETE")
+            conn.execute("PRAGMA journal_mode=WAL")
+            for path in self.path.parent.iterdir():
+                name = path.name
+                if name.startswith(f"{self.path.name}.new") or name.startswith(f"{self.path.name}.damaged-"):
+                    path.unlink(missing_ok=True)
+            fsio.fsync_dir(self.path.parent)
+
+    def _fill(self, db: IndexDB) -> tuple[bytes, Stat]:
+        """Catch `db` up with every session and notes.md; returns the notes.md it saw."""
+        db.catch_up_all()
+        data, stat = _snapshot(self.notes)
+        _sync_notes(db, data)
+        return data, stat
+
+    def _swap_in(self, fresh: Path) -> None:
+        with self.readers.closed():
+            if self._db is not None:
+                self._db.conn.close()
+                self._db = None
+            for suffix in ("-wal", "-shm"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            os.replace(fresh, self.path)
+            fsio.fsync_dir(self.path.parent)
+            self._db = self._open_file(self.path)
+
+    # Reading ---------------------------------------------------------------------------------------
+
+    def search(self, query: Query, k: int) -> list[Hit]:
+        """The best `k` hits for a built query, best first ([] when it has no terms).
+
+        Raises:
+            sqlite3.Error: when the file cannot be read.
+        """
+        if not query.match:
+            return []
+        return self.readers.search(query, k)
+
+    def counts(self) -> Counts:
+        """What the index holds now (read without waiting for a writer)."""
+        return self.readers.counts()
+
+
+def _snapshot(path: Path) -> tuple[bytes, Stat]:
+    """A file's bytes and the (size, mtime) they were read at; nothing for a missing file."""
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            return handle.read(), (info.st_size, info.st_mtime_ns)
+    except FileNotFoundError:
+        return b"", None
+
+
+def _stat(path: Path) -> Stat:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+def _sync_notes(db: IndexDB, data: bytes) -> bool:
+    """Bring `db`'s notes in line with notes.md's `data`, in one transaction. Returns True when
+    notes.md had only grown by appending since `db` last saw it (the new notes were added), False
+    when it had changed otherwise (every note was indexed again)."""
+    known = int(db.meta("notes_bytes") or 0)
+    notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
+    count = int(db.meta("notes_count") or 0)
+    appended = (
+        known <= len(data)
+        and hashlib.sha256(data[:known]).hexdigest()
+        == (db.meta("notes_sha256") or hashlib.sha256().hexdigest())
+        and len(notes) >= count
+    )
+    meta = {"notes_sha256": hashlib.sha256(data).hexdigest(), "notes_bytes": str(len(data))}
+    if appended:
+        db.add_notes(notes[count:], meta)
+    else:
+        db.replace_notes(notes, meta)
+    return appended

@@ -1,0 +1,145 @@
+"""Reading the live index: a pool of read-only connections, and a gate that holds readers out while
+the file is swapped (M5a sections 5 and 10; DESIGN 7).
+
+Each recall takes a connection from the pool and gives it back (connections keep their page cache
+warm between requests; at most `IDLE_READERS` wait idle). A recall that needs two queries runs the
+second on another connection and thread at the same time, since SQLite works without Python's lock.
+`Readers.closed` waits for every reader to finish and closes every connection, so the file can be
+renamed safely (renaming an SQLite file under an open connection can corrupt it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+from boxmaker.memoryd.index.db import Counts, counts_of
+from boxmaker.memoryd.index.hits import Hit
+from boxmaker.memoryd.index.query import Query
+from boxmaker.memoryd.index.search import Frequencies, Planned, hits, merge, plan, scored
+
+#: Reader connections kept open between recalls, at most.
+IDLE_READERS = 4
+
+
+class _Gate:
+    """Many readers or one swapper."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._swapping = False
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._swapping)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def swap(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._swapping)
+            self._swapping = True
+            self._cond.wait_for(lambda: self._readers == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._swapping = False
+                self._cond.notify_all()
+
+
+class Readers:
+    """Read-only access to one index file, safe from many threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._gate = _Gate()
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
+        self.frequencies = Frequencies()
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = sqlite3.connect(
+                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
+            )
+            conn.execute("PRAGMA cache_size=-65536")
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                keep = len(self._idle) < IDLE_READERS
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to read with, the file held in place meanwhile."""
+        with self._gate.read(), self._connection() as conn:
+            yield conn
+
+    def search(self, query: Query, k: int) -> list[Hit]:
+        """The best `k` hits for a built query, best first (`search.plan`'s queries side by side).
+
+        Raises:
+            sqlite3.Error: when the file cannot be read.
+        """
+        with self.reading() as conn:
+            matches = plan(conn, query, self.frequencies)
+            if len(matches) == 1:
+                return hits(conn, merge([scored(conn, matches[0], k)], k))
+            second = self._pool.submit(self._scored_elsewhere, matches[1], k)
+            first = scored(conn, matches[0], k)
+            return hits(conn, merge([first, second.result()], k))
+
+    def _scored_elsewhere(self, planned: Planned, k: int) -> list[tuple[int, float]]:
+        with self._connection() as conn:
+            return scored(conn, planned, k)
+
+    def counts(self) -> Counts:
+        """What the file holds (without waiting for a writer)."""
+        with self.reading() as conn:
+            return counts_of(conn)
+
+    def quick_check(self) -> str:
+        """SQLite's ``quick_check`` of the file ("ok" when sound)."""
+        with self.reading() as conn:
+            return str(conn.execute("PRAGMA quick_check").fetchone()[0])
+
+    @contextmanager
+    def closed(self) -> Iterator[None]:
+        """Hold every reader out and close every connection, for the duration (a swap)."""
+        with self._gate.swap():
+            self._close_idle()
+            yield
+            self.frequencies = Frequencies()
+
+    def _close_idle(self) -> None:
+        with self._lock:
+            for conn in self._idle:
+                conn.close()
+            self._idle.clear()
+
+    def shutdown(self) -> None:
+        """Close for good (no search after this)."""
+        self._pool.shutdown(wait=True)
+        with self._gate.swap():
+            self._close_idle()

@@ -1,0 +1,204 @@
+"""Walking a session log into index rows (M5a section 6, What is indexed and Labels).
+
+Pure: records in, rows out. Walking a log in order keeps the session's label so far, the stricter of
+``private`` and every `tool_result` before the record, and gives each row the label in force when its
+record was written. Indexed: `user` content (with the speaker's name), `assistant` content when not
+empty, each tool call as ``name arguments``, and `tool_summary` content (labelled with the stricter of
+the session's label and its own). Never tool results, never reasoning. A row above ``max_class`` is
+not indexed, and its text never reaches another row's context.
+
+A row is two tuples: its source (the `sources` table) and its searchable columns (the `hits` table):
+``text`` (``speaker: text`` for a user turn with a speaker), ``ctx`` (the two indexed user or assistant
+texts before it in the session: document expansion), ``time`` (its date in words). CJK runs are stored
+as overlapping two-character pieces (`query.cjk_bigrams`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from boxmaker.memoryd.index.query import cjk_bigrams, time_words
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.records import Assistant, Record, ToolResult, ToolSummary, User
+
+#: How many indexed texts before a row, in the same session, go into its context column.
+CONTEXT_ROWS = 2
+#: At most this many characters of a record are indexed and kept for snippets (a log line can be huge).
+TEXT_LIMIT = 100_000
+#: At most this many characters of each text before a row go into its context.
+CONTEXT_LIMIT = 2_000
+
+#: (key, kind, role, session, epoch, record, time, speaker, origin, class, untrusted, shown text)
+Source: TypeAlias = tuple[str, str, str, str, int | None, int | None, str, str, str, str, int, str]
+#: (text, ctx, time) as the FTS5 table indexes them.
+Searchable: TypeAlias = tuple[str, str, str]
+
+_RANK = {DataClass.PUBLIC: 0, DataClass.PRIVATE: 1, DataClass.SECRET: 2}
+
+
+_CLASSES = (DataClass.PUBLIC.value, DataClass.PRIVATE.value, DataClass.SECRET.value)
+
+
+@dataclass(slots=True)
+class Walk:
+    """The state of a session's walk: its label so far (class rank 0-2, untrusted) and the last
+    indexed texts (for context)."""
+
+    rank: int = 1
+    untrusted: bool = False
+    tail: list[str] = field(default_factory=list)
+
+    @property
+    def data_class(self) -> str:
+        """The label's class as the wire writes it ("private")."""
+        return _CLASSES[self.rank]
+
+    def copy(self) -> Walk:
+        """An independent copy (a new epoch starts from the previous epoch's state)."""
+        return Walk(self.rank, self.untrusted, list(self.tail))
+
+
+@dataclass(slots=True)
+class Rows:
+    """Rows made by a walk, ready for ``executemany``."""
+
+    sources: list[Source] = field(default_factory=list)
+    searchable: list[Searchable] = field(default_factory=list)
+
+
+def time_of(stamp: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - a deliberate memo
+    """A record time's date in words ("8 May 2023"); "" when it is not a date."""
+    day = stamp[:10]
+    words = cache.get(day)
+    if words is None:
+        try:
+            words = time_words(dt.date.fromisoformat(day))
+        except ValueError:
+            words = ""
+        if len(cache) < 100_000:
+            cache[day] = words
+    return words
+
+
+def walk_records(
+    session: str,
+    epoch: int,
+    first: int,
+    records: Sequence[Record],
+    walk: Walk,
+    *,
+    max_class: DataClass,
+    rows: Rows,
+    skip: Callable[[int], bool] | None = None,
+) -> None:
+    """Append the rows of `records` (numbered from `first` in the log) to `rows`, advancing `walk`.
+
+    `skip(number)` True leaves that record out (a withdrawn record, seed 003 section 12.2): no row, and
+    its text never reaches another row's context; what it did to the label still counts.
+    """
+    limit = _RANK[max_class]
+    for number, record in enumerate(records, start=first):
+        if isinstance(record, (ToolResult, ToolSummary)):
+            # What a tool returned, or a summary of it, labels the session from here on.
+            walk.rank = max(walk.rank, _RANK[record.data_class])
+            walk.untrusted = walk.untrusted or record.untrusted
+            if isinstance(record, ToolResult):
+                continue
+        if walk.rank > limit or (skip is not None and skip(number)):
+            continue
+        key = f"session/{session}/{epoch}/{number}"
+        if isinstance(record, User):
+            speaker = record.speaker or ""
+            text = f"{speaker}: {record.content}" if speaker else record.content
+            _add(
+                rows,
+                walk,
+                (
+                    key,
+                    "turn",
+                    "user",
+                    session,
+                    epoch,
+                    number,
+                    record.time,
+                    speaker,
+                    "",
+                    walk.data_class,
+                    int(walk.untrusted),
+                    record.content,
+                ),
+                text,
+                True,
+            )
+        elif isinstance(record, Assistant):
+            label = (walk.data_class, int(walk.untrusted))
+            if record.content and record.content.strip():
+                _add(
+                    rows,
+                    walk,
+                    (
+                        key,
+                        "turn",
+                        "assistant",
+                        session,
+                        epoch,
+                        number,
+                        record.time,
+                        "",
+                        "",
+                        *label,
+                        record.content,
+                    ),
+                    record.content,
+                    True,
+                )
+            for i, call in enumerate(record.tool_calls):
+                text = f"{call.name} {call.arguments}"
+                _add(
+                    rows,
+                    walk,
+                    (f"{key}/{i}", "turn", "call", session, epoch, number, record.time, "", "", *label, text),
+                    text,
+                    False,
+                )
+        elif isinstance(record, ToolSummary):
+            source = (
+                key,
+                "summary",
+                "summary",
+                session,
+                epoch,
+                number,
+                record.time,
+                record.call,
+                "",
+                walk.data_class,
+                int(walk.untrusted),
+                record.content,
+            )
+            _add(rows, walk, source, record.content, False)
+
+
+def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Text as the FTS5 table indexes it: at most `limit` characters, NUL (which would end the text
+    for FTS5) as a space, CJK runs in two-character pieces."""
+    if len(text) > limit:
+        text = text[:limit]
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    return cjk_bigrams(text)
+
+
+def _add(rows: Rows, walk: Walk, source: Source, text: str, context: bool) -> None:
+    if len(source[11]) > TEXT_LIMIT:
+        source = (*source[:11], source[11][:TEXT_LIMIT])
+    rows.sources.append(source)
+    ctx = "\n".join(walk.tail)
+    rows.searchable.append(
+        (searchable_text(text), searchable_text(ctx, 2 * CONTEXT_LIMIT), time_of(source[6]))
+    )
+    if context:
+        walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], text[:CONTEXT_LIMIT]]

@@ -1,0 +1,152 @@
+"""The identity and note writes of `memory`, and `recall`'s own sentences (M5a section 5)."""
+
+from __future__ import annotations
+
+from boxmaker.memoryd.sentences import Code, Refusal
+
+
+def limit(file: str, size: int, limit: int) -> Refusal:
+    """DESIGN 10.6 `limit`: the file would be over its limit after the edit (M5a section 5)."""
+    return Refusal(
+        Code.LIMIT,
+        f"{file} would be {size:,} of {limit:,} characters; use consolidate to move entries to notes",
+    )
+
+
+def note_length(size: int) -> Refusal:
+    """DESIGN 10.6 `length`: a note is 1 to 1,000 characters."""
+    return Refusal(
+        Code.LENGTH, f"refused (length): a note must be 1 to 1,000 characters; this one is {size:,}"
+    )
+
+
+def query_length(size: int) -> Refusal:
+    """recall's `query` is 1 to 500 characters (M5a section 5)."""
+    return Refusal(
+        Code.LENGTH,
+        f"refused (length): a recall query must be 1 to 500 characters; this one is {size:,}",
+    )
+
+
+EMPTY = Refusal(Code.EMPTY, "refused (empty): the entry is empty after trimming; nothing was written")
+
+
+def duplicate(file: str) -> Refusal:
+    """An entry identical to one already in the file."""
+    return Refusal(Code.DUPLICATE, f"{file} already holds this exact entry; nothing was written")
+
+
+def not_found(file: str) -> Refusal:
+    """`old` names no entry of the file as it is now."""
+    return Refusal(
+        Code.NOT_FOUND,
+        f"no entry of {file} is exactly this old text; read the file as it is now and name the "
+        "entry by its full text",
+    )
+
+
+def empty_old(file: str) -> Refusal:
+    """`old` is empty: it never matches anything (letta PR #1616)."""
+    return Refusal(Code.NOT_FOUND, f"old is empty; name the entry of {file} to change by its full text")
+
+
+def ambiguous(file: str, count: int) -> Refusal:
+    """`old` matches more than one entry (only possible in a file edited by hand)."""
+    return Refusal(
+        Code.AMBIGUOUS,
+        f"old matches {count} entries of {file}; remove the duplicates with consolidate first",
+    )
+
+
+def tainted(file: str) -> Refusal:
+    """An identity edit other than `add` from a session that has read untrusted content."""
+    return Refusal(
+        Code.TAINTED,
+        f"this session has read untrusted content; it can take notes but not change {file}",
+    )
+
+
+def consolidate_missing(file: str, count: int) -> Refusal:
+    """consolidate left out entries of the file."""
+    noun = "entry" if count == 1 else "entries"
+    return Refusal(
+        Code.CONSOLIDATE,
+        f"consolidate must name every entry of {file} exactly once; {count} {noun} of the file "
+        "as it is now are not named",
+    )
+
+
+def consolidate_twice(file: str) -> Refusal:
+    """consolidate named an entry more often than the file holds it."""
+    return Refusal(
+        Code.CONSOLIDATE,
+        f"consolidate names an entry of {file} more than once, or names one the file does not hold",
+    )
+
+
+CONSOLIDATE_SHAPE = Refusal(
+    Code.CONSOLIDATE,
+    "each consolidate item with old takes exactly one of keep, text, move or drop "
+    "(keep, move and drop must be true); an item without old takes text only",
+)
+
+
+def field_refused(field: str, rule: str, sentence: str) -> Refusal:
+    """A capture field (subject, scope, corroborating_refs, inspired_by) fails the write check's
+    `rule`; `sentence` is the rule's own (``refused (<rule>): the text …``)."""
+    _, _, why = sentence.partition("): ")
+    return Refusal(f"refused:{rule}", f"refused ({rule}): in the field `{field}`, {why}")
+
+
+def arguments(why: str) -> Refusal:
+    """The call's arguments do not have the tool's shape; `why` names the field."""
+    return Refusal(Code.ARGUMENTS, f"invalid arguments: {why}")
+
+
+INDEX_NOT_READY = Refusal(
+    Code.UNAVAILABLE,
+    "recall is unavailable while memoryd builds its index after a start; try again in a minute",
+)
+
+
+def index_unreadable(why: str) -> Refusal:
+    """The index file cannot be read (runbook memory-index-damaged)."""
+    return Refusal(
+        Code.UNAVAILABLE,
+        f"recall cannot read memoryd's index ({why}); the owner can rebuild it with bxctl reindex "
+        "(runbook: memory-index-damaged)",
+    )
+
+
+def updated(file: str, size: int, limit: int) -> str:
+    """An identity edit was applied."""
+    return f"{file} updated ({size:,} of {limit:,} characters); the change takes effect in the next session"
+
+
+def noted(ident: str, untrusted: bool) -> str:
+    """A note captured as item `ident`."""
+    return f"noted as {ident}" + (" (untrusted)" if untrusted else "")
+
+
+def saved_as_note(ident: str) -> str:
+    """A tainted session's identity add, captured as untrusted note `ident` instead."""
+    return f"saved as note {ident} (untrusted): this session has read untrusted content"
+
+
+def withdrawn_already(ident: str) -> Refusal:
+    """The owner withdraws an exact scope whose controlling event is already a withdrawal."""
+    return Refusal(
+        Code.DUPLICATE,
+        f"refused (duplicate): already withdrawn as {ident}, in force; nothing new was recorded; to "
+        f"record another reason name it: --supersedes {ident}",
+    )
+
+
+def staged(pending_id: str, file: str) -> str:
+    """Review is on: the write waits for the owner."""
+    return f"waiting for the owner's review as {pending_id}; {file} is unchanged until the owner accepts it"
+
+
+def no_matches(query: str) -> str:
+    """recall found nothing (M5a section 5)."""
+    return f'(no matches for "{query}")'

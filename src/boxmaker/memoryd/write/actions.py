@@ -1,0 +1,326 @@
+"""The `recall` and `memory` tools' arguments, validated (M5a sections 5 and 8).
+
+`parse_memory` and `parse_recall` turn the model's JSON object into a typed action or a `Refusal`
+(``refused:arguments``) whose sentence names the field. Lengths that have their own rule (a recall
+query of 1 to 500 characters, ``refused:length``) are checked by the caller.
+
+`note` and `add` also take the protocol's capture fields (seed 003 sections 4, 9 and 12; DESIGN 8):
+``kind`` (``state`` or ``knowledge``, default knowledge), ``subject`` (required for state; 1-120
+characters), ``confidence`` (``epistemic-status-v1``), ``scope`` (1-120 characters),
+``corroborating_refs`` (at most 10 strings of 1-200 characters) and ``inspired_by`` (1-200 characters).
+A subject, scope, reference or inspired_by holds no newline, no control character and no `` · ``
+(the notes.md header's field separator); `capture_fields` refuses them naming the field, and a state
+item without a subject (or with a blank one) with ``refused:subject``. Each of these fields also
+passes the whole write check (`check.check_text`, every rule, ``secret`` included), refused with the
+rule's code and a sentence naming the field, and is stored NFC-normalised and stripped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Annotated, Any, Literal, TypeAlias
+
+import msgspec
+
+from boxmaker.memoryd.check.rules import check_text
+from boxmaker.memoryd.files.edits import Item
+from boxmaker.memoryd.sentences import Refusal, capture, identity, promotion
+
+FileKey: TypeAlias = Literal["memory", "user"]
+KindKey: TypeAlias = Literal["state", "knowledge"]
+ConfidenceKey: TypeAlias = Literal["confirmed", "observed-once", "inferred", "unknown"]
+_Short = Annotated[str, msgspec.Meta(min_length=1, max_length=120)]
+_Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class _Action(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="action"):
+    """Common base of the five actions, tagged by `action`."""
+
+
+class Add(_Action, frozen=True, tag="add", omit_defaults=True):
+    """``{"action": "add", "file", "text"}`` and the optional capture fields (module docstring)."""
+
+    file: FileKey
+    text: str
+    kind: KindKey | None = None
+    subject: _Short | None = None
+    confidence: ConfidenceKey | None = None
+    scope: _Short | None = None
+    corroborating_refs: Annotated[list[_Ref], msgspec.Meta(max_length=10)] | None = None
+    inspired_by: _Ref | None = None
+
+
+class Replace(_Action, frozen=True, tag="replace"):
+    """``{"action": "replace", "file", "old", "text"}``."""
+
+    file: FileKey
+    old: str
+    text: str
+
+
+class Remove(_Action, frozen=True, tag="remove"):
+    """``{"action": "remove", "file", "old"}``."""
+
+    file: FileKey
+    old: str
+
+
+class Note(_Action, frozen=True, tag="note", omit_defaults=True):
+    """``{"action": "note", "text"}`` and the optional capture fields (module docstring)."""
+
+    text: str
+    kind: KindKey | None = None
+    subject: _Short | None = None
+    confidence: ConfidenceKey | None = None
+    scope: _Short | None = None
+    corroborating_refs: Annotated[list[_Ref], msgspec.Meta(max_length=10)] | None = None
+    inspired_by: _Ref | None = None
+
+
+class RawItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One consolidate item as sent."""
+
+    old: str | None = None
+    keep: bool | None = None
+    text: str | None = None
+    move: bool | None = None
+    drop: bool | None = None
+
+
+class Consolidate(_Action, frozen=True, tag="consolidate"):
+    """``{"action": "consolidate", "file", "entries": [...]}``."""
+
+    file: FileKey
+    entries: Annotated[list[RawItem], msgspec.Meta(max_length=200)]
+
+
+MemoryAction: TypeAlias = Add | Replace | Remove | Note | Consolidate
+
+
+class TiersArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "tiers", "untrusted": bool = false}``: the tiering listing (M5d 4.4; DESIGN 11)."""
+
+    action: str
+    untrusted: bool = False
+
+
+def parse_tiers(arguments: dict[str, Any]) -> TiersArgs | Refusal:
+    """The `memory` tool's `tiers` action, or ``refused:arguments``."""
+    result: TiersArgs | Refusal = _convert(arguments, TiersArgs)
+    return result
+
+
+class ForgetArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "forget", "items": [mem ids], "sessions": [session ids], "reason"?}``: withdraw
+    captured items and sessions on the owner's request (seed 003 sections 12.1-12.2). At least one
+    item or session; `reason` one of `controls.REASONS` (default ``owner-decision``)."""
+
+    action: str
+    items: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
+    sessions: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
+    reason: str = "owner-decision"
+
+
+def parse_forget(arguments: dict[str, Any]) -> ForgetArgs | Refusal:
+    """The `memory` tool's `forget` action, or ``refused:arguments``."""
+    result: ForgetArgs | Refusal = _convert(arguments, ForgetArgs)
+    return result
+
+
+class IndexArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "index"}``: memory/index.md, the agent's warm entry (seed 003 section 10)."""
+
+    action: str
+
+
+class TopicArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "topic", "topic": "<name>"}``: one topic page (seed 003 section 11); ``.md`` may
+    be given or not."""
+
+    action: str
+    topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+
+
+def parse_read(arguments: dict[str, Any]) -> IndexArgs | TopicArgs | Refusal:
+    """The `memory` tool's `index` or `topic` action, or ``refused:arguments``."""
+    kind = TopicArgs if arguments.get("action") == "topic" else IndexArgs
+    result: IndexArgs | TopicArgs | Refusal = _convert(arguments, kind)
+    return result
+
+
+class ProposeArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "propose", "target", "text", "refs": [...], "benefit", "risk"}``: a promotion or
+    memory-policy proposal (seed 003 sections 17 and 23.5; `proposals`). `text` is the proposed rule
+    (stored as ``proposed_change``), `refs` the supporting references (``supporting_refs``), `benefit`
+    and `risk` the expected benefit and the risk. Lengths and content are checked by `proposals.propose`."""
+
+    action: str
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=120)]
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+    refs: Annotated[list[_Ref], msgspec.Meta(min_length=1, max_length=20)]
+    benefit: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+    risk: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+
+
+def parse_propose(arguments: dict[str, Any]) -> ProposeArgs | Refusal:
+    """The `memory` tool's `propose` action, or ``refused:arguments`` (no refs: ``refused:refs``)."""
+    if not arguments.get("refs") and isinstance(arguments.get("refs", []), list):
+        return promotion.NO_SUPPORT
+    result: ProposeArgs | Refusal = _convert(arguments, ProposeArgs)
+    return result
+
+
+class RecallArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"query": string, "k": integer}``; `k` 1 to 10, default 5."""
+
+    query: str
+    k: Annotated[int, msgspec.Meta(ge=1, le=10)] = 5
+
+
+_LENGTH = re.compile(r"^Expected `(str|array)` of length ([<>]=) ([0-9]+) - at `\$\.([^`]+)`\Z")
+
+
+def _convert(value: dict[str, Any], kind: Any) -> Any:
+    try:
+        return msgspec.convert(value, kind, strict=True)
+    except msgspec.ValidationError as exc:
+        return identity.arguments(_clean(str(exc)))
+
+
+def _clean(message: str) -> str:
+    """A validator's message as a sentence: lengths said in words, the field named in backticks."""
+    match = _LENGTH.match(message)
+    if match is None:
+        return message.replace("`$.", "`")
+    what, bound, size, key = match.groups()
+    unit = "characters" if what == "str" else "items"
+    if bound == ">=":
+        return f"`{key}` must not be empty" if size == "1" else f"`{key}` needs at least {size} {unit}"
+    return f"`{key}` is too long: at most {int(size):,} {unit}"
+
+
+def parse_memory(arguments: dict[str, Any]) -> MemoryAction | Refusal:
+    """The `memory` tool's arguments as one of the five actions, or ``refused:arguments`` (and
+    ``refused:subject`` for a state item without a subject: `capture_fields`)."""
+    if "action" not in arguments:
+        return identity.arguments("missing required field `action`")
+    result: MemoryAction | Refusal = _convert(arguments, MemoryAction)
+    if isinstance(result, (Note, Add)):
+        fields = capture_fields(result)
+        if isinstance(fields, Refusal):
+            return fields
+    return result
+
+
+class CaptureFields(msgspec.Struct, frozen=True, kw_only=True):
+    """The protocol's fields of one capture, checked (seed 003 section 9).
+
+    Attributes:
+        kind: ``state`` or ``knowledge`` (knowledge when the call gave none: when in doubt, knowledge).
+        subject: set for every state item; scope, confidence, inspired_by: None when not given.
+        corroborating_refs: at most 10, each 1-200 characters.
+    """
+
+    kind: str = "knowledge"
+    subject: str | None = None
+    confidence: str | None = None
+    scope: str | None = None
+    corroborating_refs: tuple[str, ...] = ()
+    inspired_by: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields a call set (for the journal line of an identity add), kind always."""
+        found: dict[str, Any] = {"kind": self.kind}
+        for key in ("subject", "confidence", "scope", "inspired_by"):
+            if getattr(self, key) is not None:
+                found[key] = getattr(self, key)
+        if self.corroborating_refs:
+            found["corroborating_refs"] = list(self.corroborating_refs)
+        return found
+
+
+#: What a header field may not hold: a line break or other control character, or the separator.
+_FIELD_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]| \u00b7 ")
+
+
+def check_field(key: str, value: str) -> str | Refusal:
+    """A capture field (or autodream's `assign` topic and triggers, `itemops.assign`) NFC-normalised
+    and stripped of surrounding white space, or its refusal: a
+    line break, control character or `` · `` (``refused:arguments``), blank (``refused:arguments``),
+    or any rule of the write check (``refused:<rule>``, the sentence naming the field)."""
+    if _FIELD_BAD.search(value):
+        return identity.arguments(f"`{key}` must be one line without control characters or ' \u00b7 '")
+    text = unicodedata.normalize("NFC", value).strip()
+    if not text:
+        return identity.arguments(f"`{key}` must not be blank")
+    refusal = check_text(text)
+    if refusal is not None:
+        return identity.field_refused(key, refusal.rule, refusal.sentence)
+    return text
+
+
+def capture_fields(action: Note | Add) -> CaptureFields | Refusal:
+    """The checked capture fields of a `note` or `add`: each of subject, scope, inspired_by and
+    corroborating_refs passes `check_field` (every rule of the write check, ``secret`` included), and is
+    stored stripped; ``refused:subject`` for state without a subject (a blank one counts as none)."""
+    kind = action.kind or "knowledge"
+    if kind == "state" and (action.subject is None or not action.subject.strip()):
+        return capture.STATE_WITHOUT_SUBJECT
+    checked: dict[str, str | None] = {}
+    for key in ("subject", "scope", "inspired_by"):
+        value = getattr(action, key)
+        if value is None:
+            checked[key] = None
+            continue
+        result = check_field(key, value)
+        if isinstance(result, Refusal):
+            return result
+        checked[key] = result
+    refs: list[str] = []
+    for ref in action.corroborating_refs or ():
+        result = check_field("corroborating_refs", ref)
+        if isinstance(result, Refusal):
+            return result
+        refs.append(result)
+    return CaptureFields(
+        kind=kind,
+        subject=checked["subject"],
+        confidence=action.confidence,
+        scope=checked["scope"],
+        corroborating_refs=tuple(refs),
+        inspired_by=checked["inspired_by"],
+    )
+
+
+def parse_recall(arguments: dict[str, Any]) -> RecallArgs | Refusal:
+    """The `recall` tool's arguments, or ``refused:arguments`` (k outside 1..10, wrong types)."""
+    result: RecallArgs | Refusal = _convert(arguments, RecallArgs)
+    return result
+
+
+def items(raw: list[RawItem]) -> list[Item] | Refusal:
+    """Consolidate items with exactly one of keep/text/move/drop when `old` is given, and only
+    `text` otherwise (M5a section 5, Rules)."""
+    result: list[Item] = []
+    for item in raw:
+        ops = [
+            op
+            for op, value in (
+                ("keep", item.keep),
+                ("text", item.text),
+                ("move", item.move),
+                ("drop", item.drop),
+            )
+            if value is not None
+        ]
+        if item.old is None:
+            if ops != ["text"]:
+                return identity.CONSOLIDATE_SHAPE
+            result.append(Item("new", None, item.text))
+        elif len(ops) != 1 or (ops[0] != "text" and getattr(item, ops[0]) is not True):
+            return identity.CONSOLIDATE_SHAPE
+        else:
+            op: Literal["keep", "text", "move", "drop"] = ops[0]  # type: ignore[assignment]
+            result.append(Item(op, item.old, item.text))
+    return result

@@ -1,0 +1,516 @@
+"""Where a `memory` write goes, and every path that changes a memory file (M5a section 5).
+
+- `note` is appended to notes.md in any session, labelled by the session: ``noted as mem-…`` or
+  ``noted as mem-… (untrusted)`` (the new item's id).
+- In a session that has not seen untrusted content, `add`, `replace`, `remove` and `consolidate`
+  apply to memory.md or user.md (or, with review on, wait in pending.jsonl for the owner).
+- In a session that has, an `add` becomes an untrusted note and the answer says so; the other
+  identity actions are refused with ``refused:tainted``.
+- `accept`, `undo` and the owner's own writes pass the same rules (the limit on every path:
+  letta #3241). Every applied change is journalled (`journal.Journal.commit`).
+- Every note (the model's `note`, a tainted `add`, the owner's `bxctl memory note`) is a capture
+  (seed 003 sections 9 and 12): the same commit appends its header ``… · <mem-id> · <kind>`` and text
+  to notes.md and a capture event to ``items.jsonl`` (the journal line carries it under ``events``),
+  with the id from `items.ItemStore.next_id` and the Source memoryd sets itself (`source`). Moved and
+  dropped notes (consolidate) are not captures. A trusted `add` applied to memory.md or user.md
+  records the capture fields it was given in its journal line only (``capture``).
+
+All writes are serialised by one lock; each re-reads the file it changes inside the lock, so an
+edit decided against an old view fails instead of clobbering a newer entry (hermes #26045).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from boxmaker.memoryd import sentences
+from boxmaker.memoryd.files import pending as review
+from boxmaker.memoryd.files import source
+from boxmaker.memoryd.files.edits import Outcome, add, consolidate, remove, replace, vet_note
+from boxmaker.memoryd.files.entries import (
+    BY_NAME,
+    CONVENTIONS,
+    IDENTITY_FILES,
+    FileSpec,
+    file_content,
+    text_length,
+)
+from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.files.notes import Note as NoteEntry
+from boxmaker.memoryd.files.notes import header_time, render, render_header
+from boxmaker.memoryd.files.notes import parse as parse_notes
+from boxmaker.memoryd.files.store import IdentityFile, Store
+from boxmaker.memoryd.items.store import ITEMS_FILE, Item, ItemStore, capture_event
+from boxmaker.memoryd.sentences import Refusal, identity
+from boxmaker.memoryd.write.actions import (
+    Add,
+    CaptureFields,
+    Consolidate,
+    MemoryAction,
+    Note,
+    Remove,
+    Replace,
+    capture_fields,
+    items,
+)
+from boxmaker.proto import fsio
+from boxmaker.proto.ids import OWNER_SESSION
+from boxmaker.proto.labels import DataClass, Label
+
+_PRIVATE = Label(DataClass.PRIVATE, False)
+#: The files an undo may restore when named by its edit id: memory.md, user.md, and conventions.md (an
+#: accepted proposal's rewrite, `proposals`). A bare undo takes the latest edit of memory.md or user.md.
+UNDOABLE: dict[str, FileSpec] = {**BY_NAME, CONVENTIONS.name: CONVENTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who writes: the session, the call id, the session's label, and whether it is the owner
+    (set only by the owner's own commands on the admin socket, never from a message body)."""
+
+    session: str
+    call: str
+    label: Label
+    owner: bool = False
+
+
+OWNER = Caller(OWNER_SESSION, "", _PRIVATE, owner=True)
+
+#: A capture's plan (`Writer.note`): (fold, new id, time, edit id) → (label, events after, sentence).
+Plan = Callable[[dict[str, Item], str, str, str], "tuple[Label, list[dict[str, Any]], str] | Refusal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a write answers: the sentence the model (or owner) reads and the stable code."""
+
+    output: str
+    code: str
+    edit: str = ""
+
+    @classmethod
+    def refused(cls, refusal: Refusal) -> Answer:
+        """An answer carrying a refusal."""
+        return cls(refusal.sentence, refusal.code)
+
+    @property
+    def ok(self) -> bool:
+        """True unless refused."""
+        return not self.code.startswith("refused:")
+
+
+class Writer:
+    """Applies memory writes to the files under ``memory/``.
+
+    Args:
+        store: the files.
+        journal: the edit journal (commits).
+        now: the clock (aware UTC datetimes).
+        review: stage identity writes from sessions for the owner instead of applying them.
+        on_notes: called with the notes appended and the exact bytes appended (the index adds them).
+        sessions: the home's ``sessions/`` folder, where a capture's Source is looked up (None: the
+            Source names the session and call only).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        journal: Journal,
+        now: Callable[[], dt.datetime],
+        review: bool,
+        on_notes: Callable[[Sequence[NoteEntry], bytes], None],
+        *,
+        sessions: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.journal = journal
+        self.now = now
+        self.review = review
+        self.on_notes = on_notes
+        self.sessions = sessions
+        self.items = ItemStore(store.dir)
+        self.lock = threading.Lock()
+        self._notes = 0
+        self._notes_seen: tuple[int, int] | None = None
+
+    def open(self) -> None:
+        """Complete an interrupted commit, then count the notes."""
+        with self.lock:
+            self.journal.open()
+            self._count_notes()
+
+    def _count_notes(self) -> None:
+        """How many notes notes.md holds (their positions continue from there)."""
+        self._notes = len(parse_notes(self.store.read_notes()))
+        self._notes_seen = _stat(self.store.notes_path)
+
+    def _next_position(self) -> int:
+        """The position of the next note; counted again when someone else changed notes.md."""
+        if _stat(self.store.notes_path) != self._notes_seen:
+            self._count_notes()
+        return self._notes
+
+    # The memory tool -------------------------------------------------------------------------
+
+    def memory(self, caller: Caller, action: MemoryAction) -> Answer:
+        """Route and apply one `memory` call by the caller's label (M5a section 5)."""
+        fields = capture_fields(action) if isinstance(action, (Note, Add)) else None
+        if isinstance(fields, Refusal):
+            return Answer.refused(fields)
+        if isinstance(action, Note):
+            return self.note(caller, action.text, "note", fields=fields)
+        spec = IDENTITY_FILES[action.file]
+        if caller.label.untrusted:
+            if isinstance(action, Add):
+                return self.note(caller, action.text, "add", spec.name, fields=fields)
+            return Answer.refused(identity.tainted(spec.name))
+        with self.lock:
+            current = self.store.read_identity(spec)
+            outcome = decide(spec, current.entries, action)
+            if isinstance(outcome, Refusal):
+                return Answer.refused(outcome)
+            if self.review and not caller.owner:
+                return self._stage(caller, action, spec)
+            edit = self._commit(caller, _action_name(action), current, outcome, _given(action, fields))
+        return Answer(identity.updated(spec.name, text_length(outcome.entries), spec.limit), "ok", edit)
+
+    def note(
+        self,
+        caller: Caller,
+        raw: str,
+        action: str,
+        file: str = "notes.md",
+        *,
+        fields: CaptureFields | None = None,
+        plan: Plan | None = None,
+    ) -> Answer:
+        """Append a note labelled by the caller and capture it as an item (module docstring);
+        `action` is "note", or "add" (with the identity `file` it was meant for) for an add from a
+        tainted session; `fields` are its checked capture fields (None: knowledge, nothing else).
+
+        `plan` (a merge, `itemops.merge`) is asked inside the lock with the fold and the new item's
+        id and time: it refuses (nothing written), or gives the item's label, the events that follow
+        its capture in the same commit and the answer's sentence."""
+        vetted = vet_note(raw)
+        if isinstance(vetted, Refusal):
+            return Answer.refused(vetted)
+        fields = fields or CaptureFields()
+        anchor = None if caller.owner else source.session_source(self.sessions, caller.session, caller.call)
+        with self.lock:
+            reserved = self.journal.reserve()
+            ident = self.items.next_id(reserved.moment.astimezone(dt.UTC).date())
+            label, said = caller.label, ""
+            after: list[dict[str, Any]] = []
+            if plan is not None:
+                decided = plan(self.items.items(), ident, reserved.time, reserved.id)
+                if isinstance(decided, Refusal):
+                    return Answer.refused(decided)
+                label, after, said = decided
+            entry = NoteEntry(
+                "noted",
+                header_time(reserved.moment),
+                caller.session,
+                "",
+                label,
+                vetted.text,
+                self._next_position(),
+                (ident, fields.kind),
+            )
+            event = capture_event(
+                ident=ident,
+                time=reserved.time,
+                kind=fields.kind,
+                subject=fields.subject,
+                scope=fields.scope,
+                confidence=fields.confidence,
+                text=vetted.text,
+                label=label,
+                source=anchor or source.owner_source(reserved.id),
+                session=caller.session,
+                call=caller.call,
+                corroborating_refs=fields.corroborating_refs,
+                inspired_by=fields.inspired_by,
+                note=entry.key,
+                edit=reserved.id,
+            )
+            line = self.journal.commit(
+                Change(
+                    {
+                        **_who(caller),
+                        "action": action,
+                        "file": file,
+                        "where": "notes.md",
+                        "before": [],
+                        "after": [vetted.text],
+                        "notes": [{"header": render_header(entry), "text": entry.text}],
+                        "events": [event, *after],
+                    },
+                    [
+                        appended := self._notes_append([entry]),
+                        Append(ITEMS_FILE, b"".join(encode_line(e) + b"\n" for e in [event, *after])),
+                    ],
+                    reserved=reserved,
+                )
+            )
+            self._notes += 1
+            self._notes_seen = _stat(self.store.notes_path)
+            self.on_notes([entry], appended.data)
+        if said:
+            return Answer(said, sentences.OK, line["id"])
+        if action == "add":
+            return Answer(identity.saved_as_note(ident), sentences.NOTED, line["id"])
+        return Answer(identity.noted(ident, caller.label.untrusted), sentences.NOTED, line["id"])
+
+    # Review ----------------------------------------------------------------------------------
+
+    def _stage(self, caller: Caller, action: MemoryAction, spec: FileSpec) -> Answer:
+        path = self.store.pending_path
+        moment = self.now()
+        pid = review.next_id(path, moment.date())
+        event = {
+            "event": "staged",
+            "id": pid,
+            "time": _stamp(moment),
+            **_who(caller),
+            "taint": caller.label.data_class.value,
+            "arguments": msgspec.to_builtins(action),
+        }
+        fsio.append_line(path, encode_line(event))
+        return Answer(identity.staged(pid, spec.name), sentences.STAGED)
+
+    def accept(self, pid: str) -> Answer:
+        """Apply a staged write with the same checks, against the file as it is now."""
+        with self.lock:
+            staged, state = review.find(self.store.pending_path, pid)
+            if staged is None or state != "pending":
+                return Answer(_not_pending(pid, state), "refused:not-found")
+            parsed = _staged(pid, staged)
+            if isinstance(parsed, Answer):
+                return parsed
+            action, caller = parsed
+            spec = IDENTITY_FILES[action.file]
+            current = self.store.read_identity(spec)
+            outcome = decide(spec, current.entries, action)
+            if isinstance(outcome, Refusal):
+                return Answer(f"{pid} was not applied: {outcome.sentence}", outcome.code)
+            decision = self._decision(pid, "accepted")
+            given = _given(action, None)
+            edit = self._commit(
+                caller, _action_name(action), current, outcome, {"pending": pid, **given}, appends=[decision]
+            )
+        size = text_length(outcome.entries)
+        return Answer(
+            f"{pid} accepted as {edit}: " + identity.updated(spec.name, size, spec.limit), "ok", edit
+        )
+
+    def reject(self, pid: str) -> Answer:
+        """Discard a staged write (journalled)."""
+        with self.lock:
+            staged, state = review.find(self.store.pending_path, pid)
+            if staged is None or state != "pending":
+                return Answer(_not_pending(pid, state), "refused:not-found")
+            arguments = staged.get("arguments")
+            key = arguments.get("file") if isinstance(arguments, dict) else None
+            file = IDENTITY_FILES[key].name if key in IDENTITY_FILES else "memory.md"
+            entry = {**_who(OWNER), "action": "reject", "file": file, "where": "pending.jsonl"}
+            entry.update({"before": [], "after": [], "pending": pid})
+            line = self.journal.commit(Change(entry, [self._decision(pid, "rejected")]))
+        return Answer(f"{pid} rejected; {file} is unchanged", "ok", line["id"])
+
+    def _decision(self, pid: str, event: str) -> Append:
+        line = {"event": event, "id": pid, "time": _stamp(self.now())}
+        return Append("pending.jsonl", encode_line(line) + b"\n")
+
+    # Undo ------------------------------------------------------------------------------------
+
+    def undo(self, wanted: str | None) -> Answer:
+        """Revert an edit if it is the latest of its file and the file still holds what it left.
+
+        "Latest" skips edits already undone: undoing twice goes two edits back. The newest entry of
+        a file may also be named, an undo included (which redoes what it undid).
+        """
+        with self.lock:
+            target = self._undo_target(wanted)
+            if isinstance(target, Answer):
+                return target
+            spec = UNDOABLE[target["where"]]
+            current = self.store.read_identity(spec)
+            if list(current.entries) != target["after"]:
+                return Answer(
+                    f"{spec.name} no longer holds exactly what {target['id']} left (it was changed "
+                    "since, by hand); nothing was undone",
+                    "refused:changed",
+                )
+            restored = tuple(target["before"])
+            if text_length(restored) > spec.limit:
+                return Answer.refused(identity.limit(spec.name, text_length(restored), spec.limit))
+            extra = {"undoes": target["id"]}
+            edit = self._commit(OWNER, "undo", current, Outcome(restored), extra)
+        return Answer(
+            f"undid {target['id']} as {edit}; {spec.name} is back to what it held before", "ok", edit
+        )
+
+    def _undo_target(self, wanted: str | None) -> dict[str, Any] | Answer:
+        if wanted is None:
+            target = self._latest_in_effect(None)
+            if target is None:
+                return Answer("no edit of memory.md or user.md to undo", "refused:not-found")
+            return target
+        target = self.journal.find(wanted)
+        if target is None:
+            return Answer(f"no edit {wanted} in the journal", "refused:not-found")
+        where = target.get("where")
+        if where not in UNDOABLE:
+            return Answer(
+                f"{wanted} changed {where}, which is not undone this way "
+                "(notes.md is append-only; edit it by hand)",
+                "refused:not-undoable",
+            )
+        if not isinstance(target.get("before"), list) or not isinstance(target.get("after"), list):
+            return Answer(f"the journal line of {wanted} is damaged; nothing was undone", "refused:damaged")
+        newest = self.journal.latest_for(where)
+        in_effect = self._latest_in_effect(where)
+        if wanted not in {(newest or {}).get("id"), (in_effect or {}).get("id")}:
+            latest = (in_effect or newest or {}).get("id", "?")
+            return Answer(
+                f"{wanted} is not the latest edit of {where} ({latest} is); undo that one first",
+                "refused:not-latest",
+            )
+        return target
+
+    def _latest_in_effect(self, where: str | None) -> dict[str, Any] | None:
+        """The newest edit of `where` (None: of memory.md or user.md) that is not an undo and has
+        not been undone (an undo that was itself undone no longer counts)."""
+        undone: set[str] = set()
+        for entry in self.journal.entries_newest_first():
+            if entry.get("where") not in (BY_NAME if where is None else (where,)):
+                continue
+            if entry["id"] in undone:
+                continue
+            if entry.get("action") == "undo":
+                undone.add(str(entry.get("undoes")))
+                continue
+            if isinstance(entry.get("before"), list) and isinstance(entry.get("after"), list):
+                return entry
+        return None
+
+    # Commit ----------------------------------------------------------------------------------
+
+    def _commit(
+        self,
+        caller: Caller,
+        action: str,
+        current: IdentityFile,
+        outcome: Outcome,
+        extra: dict[str, Any],
+        *,
+        appends: Sequence[Append] = (),
+    ) -> str:
+        spec = current.spec
+        moment = header_time(self.now())
+        first = self._next_position() if outcome.departures else self._notes
+        departures = [
+            NoteEntry(kind, moment, caller.session, spec.name, _PRIVATE, text, first + i)
+            for i, (kind, text) in enumerate(outcome.departures)
+        ]
+        entry = {
+            **_who(caller),
+            "action": action,
+            "file": spec.name,
+            "where": spec.name,
+            "before": list(current.entries),
+            "after": list(outcome.entries),
+            **extra,
+        }
+        steps = list(appends)
+        if departures:
+            entry["notes"] = [{"header": render_header(n), "text": n.text} for n in departures]
+            steps.insert(0, self._notes_append(departures))
+        rewrite = Rewrite(spec.name, current.raw, file_content(outcome.entries))
+        line = self.journal.commit(Change(entry, steps, rewrite))
+        if departures:
+            self._notes += len(departures)
+            self._notes_seen = _stat(self.store.notes_path)
+            self.on_notes(departures, steps[0].data)
+        return str(line["id"])
+
+    def _notes_append(self, notes: Sequence[NoteEntry]) -> Append:
+        """The bytes that append `notes` to notes.md, starting on a line of their own even when the
+        owner left the file without a final newline (a header must open its line)."""
+        data = "".join(render(n) for n in notes).encode("utf-8")
+        if not fsio.ends_with_newline(self.store.notes_path):
+            data = b"\n" + data
+        return Append("notes.md", data)
+
+
+def _staged(pid: str, staged: dict[str, Any]) -> tuple[Add | Replace | Remove | Consolidate, Caller] | Answer:
+    """The identity action and the caller of a staged event, or why pending.jsonl's line is unusable."""
+    try:
+        action: MemoryAction = msgspec.convert(staged["arguments"], MemoryAction)
+        caller = Caller(str(staged["session"]), str(staged["call"]), Label(DataClass(staged["taint"]), False))
+    except (KeyError, ValueError, msgspec.ValidationError) as exc:
+        return Answer(
+            f"{pid} is damaged in pending.jsonl ({exc}); reject it and write again", "refused:damaged"
+        )
+    if isinstance(action, Note):
+        return Answer(f"{pid} is damaged in pending.jsonl (a note is never staged)", "refused:damaged")
+    return action, caller
+
+
+def decide(spec: FileSpec, entries: Sequence[str], action: MemoryAction) -> Outcome | Refusal:
+    """The outcome of an identity action on `entries`, or its refusal (pure)."""
+    if isinstance(action, Add):
+        return add(spec, entries, action.text)
+    if isinstance(action, Replace):
+        return replace(spec, entries, action.old, action.text)
+    if isinstance(action, Remove):
+        return remove(spec, entries, action.old)
+    if isinstance(action, Consolidate):
+        parsed = items(list(action.entries))
+        return parsed if isinstance(parsed, Refusal) else consolidate(spec, entries, parsed)
+    raise TypeError(f"not an identity action: {action!r}")
+
+
+def _given(action: MemoryAction, fields: CaptureFields | Refusal | None) -> dict[str, Any]:
+    """The journal field ``capture`` of a trusted identity `add` that was given capture fields
+    (recorded there only: identity entries are not items), else nothing."""
+    if not isinstance(action, Add) or all(
+        getattr(action, key) is None
+        for key in ("kind", "subject", "confidence", "scope", "corroborating_refs", "inspired_by")
+    ):
+        return {}
+    checked = fields if isinstance(fields, CaptureFields) else capture_fields(action)
+    return {"capture": checked.given()} if isinstance(checked, CaptureFields) else {}
+
+
+def _action_name(action: MemoryAction) -> str:
+    return type(action).__name__.lower()
+
+
+def _who(caller: Caller) -> dict[str, Any]:
+    return {"session": caller.session, "call": caller.call, "untrusted": caller.label.untrusted}
+
+
+def _not_pending(pid: str, state: str) -> str:
+    if state == "unknown":
+        return f"no staged write {pid}; see bxctl memory pending"
+    return f"{pid} was already {state}"
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
