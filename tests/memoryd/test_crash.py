@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from boxmaker.memoryd.files.entries import normalise_newlines, parse_entries
-from boxmaker.memoryd.files.journal import INTENT, Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.files.names import INTENT
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.proto import fsio, wire
 from boxmaker.proto.errors import PeerError

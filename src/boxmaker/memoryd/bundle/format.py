@@ -44,18 +44,19 @@ from typing import Any
 import msgspec
 
 from boxmaker.memoryd.check.rules import check_text
+from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.edits import vet_note
 from boxmaker.memoryd.files.journal import Append, encode_line, read_jsonl
+from boxmaker.memoryd.files.names import CONTROLS_FILE, ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note, render, render_header
 from boxmaker.memoryd.items import archive
-from boxmaker.memoryd.items.store import ITEMS_FILE, Item, capture_event, captured, fold
+from boxmaker.memoryd.items.store import Item, capture_event, captured, fold
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.withdrawal import controls
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
 
 FORMAT = "boxmaker-memory-export-v1"
-CONTROLS_FILE = "controls.jsonl"
 #: The largest bundle import reads, in bytes.
 MAX_BUNDLE = 64 * 1024 * 1024
 
@@ -483,6 +484,6 @@ def import_appends(
         appends.append(Append(ITEMS_FILE, b"".join(encode_line(e) + b"\n" for e in new_events)))
         fields["events"] = new_events
     if plan_files:
-        fsio.ensure_dir(memory_dir / archive.ARCHIVE_DIR)
+        fsio.ensure_dir(memory_dir / names.ARCHIVE_DIR)
     appends += [Append(f, archive.render_append(memory_dir, f, found)) for f, found in plan_files.items()]
     return fields, appends, notes

@@ -70,8 +70,8 @@ import msgspec
 from boxmaker.memoryd import sentences
 from boxmaker.memoryd.files.journal import Change, encode_line, read_jsonl
 from boxmaker.memoryd.files.mdtext import label_text
+from boxmaker.memoryd.files.names import ARCHIVE_DIR, DREAM_DIR
 from boxmaker.memoryd.items import projections
-from boxmaker.memoryd.items.archive import ARCHIVE_DIR
 from boxmaker.memoryd.items.store import Item, active_by_subject, label_of
 from boxmaker.memoryd.sentences import Refusal, capture, dream, identity
 from boxmaker.memoryd.write import itemops
@@ -89,7 +89,6 @@ MAINTENANCE_ACTIONS = ("dream-input", "supersede", "mark", "cool", "merge", "ass
 NOT_FOR_MAINTENANCE = ("add", "replace", "remove", "consolidate", "forget")
 #: Journal actions of a pass (besides supersede, pending-cleanup, cool, merge, assign, note).
 ACTIONS = ("autodream", "autodream-skip")
-DREAM_DIR = "dream"
 RUNS = "runs.jsonl"
 
 #: dream-input shows at most this many items and characters of them per call (then "K more").

@@ -66,9 +66,10 @@ from typing import TYPE_CHECKING, Any
 from boxmaker.memoryd.files.entries import BY_NAME, file_content, normalise_newlines, parse_entries
 from boxmaker.memoryd.files.journal import Append, Change, encode_line, read_jsonl
 from boxmaker.memoryd.files.mdtext import md_text
+from boxmaker.memoryd.files.names import ERASURES_FILE, FEEDBACK_FILE, ITEMS_FILE, PROPOSALS_FILE
 from boxmaker.memoryd.files.notes import is_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.items.store import ITEMS_FILE, ItemStore, is_item_id, item_id_of
+from boxmaker.memoryd.items.store import ItemStore, is_item_id, item_id_of
 from boxmaker.memoryd.sentences import Refusal, identity
 from boxmaker.memoryd.sentences import erasure as erasure_sentences
 from boxmaker.proto import erasure
@@ -80,14 +81,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("boxmaker.memoryd.erase")
 
-ERASURES_FILE = "erasures.jsonl"
 #: Files under memory/ that are never scrubbed: the lock, and the content-free tombstones.
 NOT_SCRUBBED = frozenset({".lock", ERASURES_FILE})
-#: feedback.jsonl (`metamemory.FEEDBACK_FILE`) and the free text of a feedback event naming an erased item.
-FEEDBACK_FILE = "feedback.jsonl"
 FEEDBACK_TEXTS = ("outcome", "action_or_decision")
-#: proposals.jsonl (`proposals.PROPOSALS_FILE`) and the free text of a proposal citing an erased item.
-PROPOSALS_FILE = "proposals.jsonl"
 PROPOSALS_TEXTS = ("proposed_change", "expected_benefit", "risk")
 #: A holder reference: a path or id, never a sentence.
 _HOLDER_REF = re.compile(r"^[A-Za-z0-9._:/#@-]{1,200}\Z")

@@ -22,13 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from boxmaker.memoryd.files.names import INTENT
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import InvalidId
 from boxmaker.proto.ids import edit_id, parse_edit_id
 
 log = logging.getLogger("boxmaker.memoryd.journal")
-
-INTENT = ".intent.json"
 
 
 @dataclass(frozen=True, slots=True)

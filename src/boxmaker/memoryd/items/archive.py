@@ -46,12 +46,12 @@ from typing import Any
 
 from boxmaker.memoryd.files.journal import Append, Change, Journal, encode_line
 from boxmaker.memoryd.files.mdtext import label_text, md_text
+from boxmaker.memoryd.files.names import ARCHIVE_DIR
 from boxmaker.memoryd.items.store import Item
 from boxmaker.proto import fsio
 
 log = logging.getLogger("boxmaker.memoryd.archive")
 
-ARCHIVE_DIR = "archive"
 #: Journal actions of a run (seed 003 section 8's log events).
 ACTIONS = ("archive", "archive-skip")
 #: The session name journal lines of the timer's runs carry (the owner's runs carry "owner").

@@ -47,14 +47,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boxmaker.memoryd.files.mdtext import label_text, md_text
+from boxmaker.memoryd.files.names import INDEX_FILE, TOPICS_DIR
 from boxmaker.memoryd.items.store import Item, label_of
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import Label
 
 log = logging.getLogger("boxmaker.memoryd.projections")
 
-INDEX_FILE = "index.md"
-TOPICS_DIR = "topics"
 FALLBACK_TOPIC = "lessons"
 FALLBACK_TRIGGER = "general lessons and knowledge recorded without a scope"
 BANNER = (

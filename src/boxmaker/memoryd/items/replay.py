@@ -32,14 +32,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd.bundle.format import CONTROLS_FILE
-from boxmaker.memoryd.erase.erase import ERASURES_FILE
+from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import BY_NAME, CONVENTIONS, file_content
 from boxmaker.memoryd.files.journal import encode_line
+from boxmaker.memoryd.files.names import (
+    CONTROLS_FILE,
+    ERASURES_FILE,
+    FEEDBACK_FILE,
+    ITEMS_FILE,
+    PROPOSALS_FILE,
+)
 from boxmaker.memoryd.items import archive, projections
-from boxmaker.memoryd.items.store import ITEMS_FILE, Item, fold
-from boxmaker.memoryd.review.feedback import FEEDBACK_FILE
-from boxmaker.memoryd.review.proposals import PROPOSALS_FILE
+from boxmaker.memoryd.items.store import Item, fold
 from boxmaker.proto import fsio
 
 ExclusionFor = Callable[[Path], Callable[[Item], bool]]
@@ -100,7 +104,7 @@ def replay(
                 state = fold(events)
                 found = [state[i] for i in event.get("ids", []) if i in state]
                 file = str(event["file"])
-                fsio.ensure_dir(into / archive.ARCHIVE_DIR)
+                fsio.ensure_dir(into / names.ARCHIVE_DIR)
                 fsio.append_bytes(into / file, archive.render_append(into, file, found))
             events.append(event)
         fsio.append_bytes(into / ITEMS_FILE, b"".join(encode_line(e) + b"\n" for e in new))

@@ -51,12 +51,12 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from boxmaker.memoryd.files.journal import read_jsonl
+from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.proto.labels import DataClass, Label
 
 log = logging.getLogger("boxmaker.memoryd.items")
 
-ITEMS_FILE = "items.jsonl"
 
 Kind: TypeAlias = Literal["state", "knowledge"]
 Status: TypeAlias = Literal["active", "superseded", "pending-cleanup", "stale"]

@@ -58,14 +58,13 @@ from typing import Any
 from boxmaker.memoryd.check.rules import check_text
 from boxmaker.memoryd.files.entries import prepare
 from boxmaker.memoryd.files.journal import Append, Change, encode_line, read_jsonl
+from boxmaker.memoryd.files.names import FEEDBACK_FILE
 from boxmaker.memoryd.items.store import is_item_id
 from boxmaker.memoryd.sentences import Refusal, identity, review
 from boxmaker.proto import fsio
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import OWNER_SESSION
 
-FEEDBACK_FILE = "feedback.jsonl"
-RECALLS_DIR = "recalls"
 USE_ROLES = (
     "background",
     "action-premise",

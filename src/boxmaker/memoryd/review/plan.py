@@ -48,12 +48,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from boxmaker.memoryd.dream import dream
+from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import IDENTITY_FILES, parse_entries
+from boxmaker.memoryd.files.names import ARCHIVE_DIR
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import FileOverLimit
 from boxmaker.memoryd.items import projections
-from boxmaker.memoryd.items.archive import ARCHIVE_DIR
 from boxmaker.memoryd.items.store import KINDS, Item, active_by_subject, item_id_of
 from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.withdrawal.controls import Chain
@@ -150,11 +151,11 @@ def gather(memory: Memoryd) -> Inputs:
     exclusion = memory.controls.exclusion()
     identity = {spec.name: memory.store.read_identity(spec).entries for spec in IDENTITY_FILES.values()}
     conventions_path = folder / CONVENTIONS_FILE
-    generated = {projections.INDEX_FILE: _read(folder / projections.INDEX_FILE)}
-    topics = folder / projections.TOPICS_DIR
+    generated = {names.INDEX_FILE: _read(folder / names.INDEX_FILE)}
+    topics = folder / names.TOPICS_DIR
     if topics.is_dir():
         for page in sorted(topics.glob("*.md")):
-            generated[f"{projections.TOPICS_DIR}/{page.name}"] = _read(page)
+            generated[f"{names.TOPICS_DIR}/{page.name}"] = _read(page)
     return Inputs(
         items=memory.items.items(),
         excluded=exclusion.item,
@@ -165,7 +166,7 @@ def gather(memory: Memoryd) -> Inputs:
         conventions=_read(conventions_path) if conventions_path.is_file() else None,
         notes=parse_notes(memory.store.read_notes()),
         note_excluded=exclusion.note,
-        index_text=generated[projections.INDEX_FILE],
+        index_text=generated[names.INDEX_FILE],
         generated=generated,
         events=memory.items.events(),
         shown=frozenset(dream.shown_ids(memory.journal.entries_newest_first())),
@@ -273,7 +274,7 @@ def _index(text: str) -> Section:
     )
     section.summary = f"{lines:,} lines (about {INDEX_LINES} at most){': too long' if over else ''}"
     if over:
-        section.rows.append({"file": projections.INDEX_FILE, "lines": lines, "limit": INDEX_LINES})
+        section.rows.append({"file": names.INDEX_FILE, "lines": lines, "limit": INDEX_LINES})
     return section
 
 
@@ -489,13 +490,13 @@ def _triggers(visible: Sequence[Item]) -> Section:
         if not any(i.scope or i.subject or i.triggers for i in members):  # incl. autodream's assign
             section.rows.append(
                 {
-                    "topic": f"{projections.TOPICS_DIR}/{name}.md",
+                    "topic": f"{names.TOPICS_DIR}/{name}.md",
                     "items": [i.id for i in members[:ROW_IDS]],
                     "items_count": len(members),
                 }
             )
             section.lines.append(
-                f"{projections.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject"
+                f"{names.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject"
             )
     return section
 

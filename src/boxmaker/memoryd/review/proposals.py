@@ -52,8 +52,8 @@ from boxmaker.memoryd.check.rules import check_text
 from boxmaker.memoryd.files import edits
 from boxmaker.memoryd.files.entries import CONVENTIONS, STEERING_LIMIT, file_content, prepare, render_entries
 from boxmaker.memoryd.files.journal import Append, Change, Rewrite, encode_line, read_jsonl
+from boxmaker.memoryd.files.names import ARCHIVE_DIR, PROPOSALS_FILE, RECALLS_DIR
 from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
-from boxmaker.memoryd.items.archive import ARCHIVE_DIR
 from boxmaker.memoryd.items.store import Item, is_item_id
 from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.sentences import Refusal, identity, promotion
@@ -67,8 +67,6 @@ from boxmaker.proto.labels import Label
 if TYPE_CHECKING:
     from boxmaker.memoryd.service import Memoryd
 
-PROPOSALS_FILE = "proposals.jsonl"
-RECALLS_DIR = "recalls"
 PENDING = "pending-review"
 ACCEPTED = "accepted"
 REJECTED = "rejected"

@@ -53,16 +53,16 @@ import msgspec
 
 from boxmaker.memoryd.files.entries import normalise_newlines
 from boxmaker.memoryd.files.journal import encode_line, read_jsonl
+from boxmaker.memoryd.files.names import CONTROLS_FILE, ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.index.hits import Hit
-from boxmaker.memoryd.items.store import ITEMS_FILE, Item, fold, is_item_id, item_id_of, read_events
+from boxmaker.memoryd.items.store import Item, fold, is_item_id, item_id_of, read_events
 from boxmaker.memoryd.sentences import Refusal, withdrawal
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 
 log = logging.getLogger("boxmaker.memoryd.controls")
 
-CONTROLS_FILE = "controls.jsonl"
 RECORD_TYPE = "withdrawal-control-v1"
 #: The closed reason vocabulary (seed 12.2: explanatory metadata, not a truth verdict).
 REASONS: tuple[str, ...] = (

@@ -38,15 +38,9 @@ from typing import Any
 
 from boxmaker.memoryd import sentences
 from boxmaker.memoryd.files.journal import Append, Change, Reserved, encode_line
+from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.items.projections import slugify
-from boxmaker.memoryd.items.store import (
-    ITEMS_FILE,
-    Item,
-    active_by_subject,
-    is_item_id,
-    label_of,
-    merge_source,
-)
+from boxmaker.memoryd.items.store import Item, active_by_subject, is_item_id, label_of, merge_source
 from boxmaker.memoryd.sentences import Refusal, capture, dream, review
 from boxmaker.memoryd.write.actions import check_field
 from boxmaker.memoryd.write.writer import Answer, Caller, Writer

@@ -43,11 +43,12 @@ from boxmaker.memoryd.files.entries import (
     text_length,
 )
 from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import header_time, render, render_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import IdentityFile, Store
-from boxmaker.memoryd.items.store import ITEMS_FILE, Item, ItemStore, capture_event
+from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
 from boxmaker.memoryd.sentences import Refusal, identity
 from boxmaker.memoryd.write.actions import (
     Add,

@@ -1,0 +1,28 @@
+"""Every file and folder name under ``{home}/memory/`` (DESIGN 2 and 8), in one place.
+
+The modules that own a file read its name from here, and so do the ones that only walk the folder
+(replay, erasure, the start-up check), so no module has to import another's to learn a name.
+"""
+
+from __future__ import annotations
+
+# M5a: the owner's steering, identity, notes and review.
+SOUL_FILE = "soul.md"
+NOTES_FILE = "notes.md"
+PENDING_FILE = "pending.jsonl"
+EDITS_DIR = "edits"
+RECALLS_DIR = "recalls"
+#: The journal's intent file: written before a commit's steps, removed after (`journal`).
+INTENT = ".intent.json"
+LOCK_FILE = ".lock"
+
+# The memory protocol (seed 003): items, controls, erasures, feedback, proposals and projections.
+ITEMS_FILE = "items.jsonl"
+CONTROLS_FILE = "controls.jsonl"
+ERASURES_FILE = "erasures.jsonl"
+FEEDBACK_FILE = "feedback.jsonl"
+PROPOSALS_FILE = "proposals.jsonl"
+ARCHIVE_DIR = "archive"
+DREAM_DIR = "dream"
+INDEX_FILE = "index.md"
+TOPICS_DIR = "topics"
