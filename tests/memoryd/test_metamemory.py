@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from test_skeptic import call, note, recall
 
+from boxmaker.memoryd.index import retrievals
 from boxmaker.memoryd.items.store import fold, read_events
 from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.review import plan
@@ -229,8 +230,8 @@ def test_feedback_ids_count_per_day() -> None:
     events = [{"event_id": "memfb-2026-09-24-007"}, {"event_id": "memfb-2026-09-23-011"}]
     assert metamemory.next_feedback_id(events, dt.date(2026, 9, 24)) == "memfb-2026-09-24-008"
     assert metamemory.next_feedback_id(events, dt.date(2026, 9, 25)) == "memfb-2026-09-25-001"
-    assert metamemory.is_retrieval_id("memret-2026-09-24-001")
-    assert not metamemory.is_retrieval_id("memret-2026-02-30-001")
+    assert retrievals.is_retrieval_id("memret-2026-09-24-001")
+    assert not retrievals.is_retrieval_id("memret-2026-02-30-001")
 
 
 def test_owner_wording_for_a_missing_retrieval_and_an_unknown_item(

@@ -17,15 +17,9 @@ from boxmaker.memoryd.files.notes import Note, header_time, render
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.items.store import ItemStore, capture_event
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.memoryd.withdrawal import controls
-from boxmaker.memoryd.withdrawal.controls import (
-    Controls,
-    Scope,
-    WithdrawalRecord,
-    check,
-    normalize,
-    same_scope,
-)
+from boxmaker.memoryd.withdrawal import records
+from boxmaker.memoryd.withdrawal.controls import Controls
+from boxmaker.memoryd.withdrawal.records import Scope, WithdrawalRecord, check, normalize, same_scope
 from boxmaker.memoryd.write.writer import Caller
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass, Label
@@ -125,13 +119,13 @@ def make(
 ) -> WithdrawalRecord:
     return WithdrawalRecord(
         withdrawal_id=ident,
-        record_type=controls.RECORD_TYPE,
+        record_type=records.RECORD_TYPE,
         action=action,
         scope=scope,
         reason=reason,
         decided_by=decided_by,
         decided_at="2026-09-24T21:02:07Z",
-        effect=controls.EFFECTS[action],
+        effect=records.EFFECTS[action],
         supersedes=supersedes,
     )
 
@@ -265,10 +259,10 @@ def test_resolution_follows_the_chain_not_the_file_order() -> None:
     r2 = make("memwd-2026-09-24-002", "reinstate", scope, w1.withdrawal_id)
     w3 = make("memwd-2026-09-24-003", "withdraw", scope, r2.withdrawal_id)
     for order in ([w1, r2, w3], [w3, r2, w1], [r2, w3, w1]):
-        (chain,) = controls.resolve(order)
+        (chain,) = records.resolve(order)
         assert chain.state == "in-force"
         assert chain.controlling == w3
-    (chain,) = controls.resolve([r2, w1])
+    (chain,) = records.resolve([r2, w1])
     assert chain.state == "reinstated"
 
 
@@ -298,7 +292,7 @@ def test_conflicting_controls_fail_closed(service: Memoryd) -> None:
     assert refused.code == "refused:chain"  # type: ignore[union-attr]
     assert "memwd-2026-09-24-002, memwd-2026-09-24-003" in refused.sentence  # type: ignore[union-attr]
     # Two roots for one scope conflict too.
-    (chain,) = controls.resolve([w1, make("memwd-2026-09-24-004", "withdraw", scope)])
+    (chain,) = records.resolve([w1, make("memwd-2026-09-24-004", "withdraw", scope)])
     assert chain.state == "conflicting"
     # The owner reconciles: a reconciliation superseding one head decides the scope.
     receipt = service.forget(scope, "reconciliation", supersedes="memwd-2026-09-24-002")
@@ -313,7 +307,7 @@ def test_a_broken_reinstatement_read_back_keeps_the_scope_excluded() -> None:
     scope = Scope(("mem-2026-09-24-001",))
     w1 = make("memwd-2026-09-24-001", "withdraw", Scope(("mem-2026-09-24-002",)))
     stray = make("memwd-2026-09-24-002", "reinstate", scope, w1.withdrawal_id)  # names another scope
-    chains = {c.scope.key(): c for c in controls.resolve([w1, stray])}
+    chains = {c.scope.key(): c for c in records.resolve([w1, stray])}
     assert chains[scope.key()].state == "conflicting"
     assert chains[scope.key()].excluded
 

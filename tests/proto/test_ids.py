@@ -2,7 +2,7 @@ def test_ids_take_ascii_digits_only() -> None:
     import re
 
     from boxmaker.memoryd.items.store import is_item_id
-    from boxmaker.memoryd.withdrawal.controls import is_archive_ref, is_withdrawal_id, parse_anchor
+    from boxmaker.memoryd.withdrawal.records import is_archive_ref, is_withdrawal_id, parse_anchor
     from boxmaker.proto import ids
 
     arabic = "\u0660\u0660\u0661"

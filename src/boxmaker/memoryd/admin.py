@@ -64,7 +64,7 @@ from boxmaker.memoryd.items.store import CONFIDENCE_SCHEME, KINDS, STATUSES, Ite
 from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.review import plan, proposals
 from boxmaker.memoryd.sentences import Refusal, capture
-from boxmaker.memoryd.withdrawal.controls import Scope
+from boxmaker.memoryd.withdrawal.records import Scope
 from boxmaker.memoryd.write import actions as arguments
 from boxmaker.memoryd.write import itemops
 from boxmaker.memoryd.write.actions import Add

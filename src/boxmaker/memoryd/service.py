@@ -40,7 +40,7 @@ from boxmaker.memoryd.files import block, notes
 from boxmaker.memoryd.files.entries import IDENTITY_FILES
 from boxmaker.memoryd.files.journal import Change, Journal
 from boxmaker.memoryd.files.store import FileOverLimit, FileUnreadable, Store, steering_problem
-from boxmaker.memoryd.index import recall
+from boxmaker.memoryd.index import retrievals
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
 from boxmaker.memoryd.items import archive, projections, replay
@@ -49,8 +49,10 @@ from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.review import proposals, tiers
 from boxmaker.memoryd.sentences import Refusal, identity, review, withdrawal
 from boxmaker.memoryd.sentences import files as files_sentences
-from boxmaker.memoryd.withdrawal.controls import Controls, Scope, withdrawn_entries
+from boxmaker.memoryd.withdrawal.controls import Controls
+from boxmaker.memoryd.withdrawal.exclusion import withdrawn_entries
 from boxmaker.memoryd.withdrawal.receipts import Receipt, Withdrawals
+from boxmaker.memoryd.withdrawal.records import Scope
 from boxmaker.memoryd.write import actions as arguments
 from boxmaker.memoryd.write.writer import Answer, Caller, Writer
 from boxmaker.proto import fsio
@@ -135,7 +137,7 @@ class Memoryd:
             now,
             exclusion=self.controls.exclusion,
             items=self.items.items,
-            turns=metamemory.Turns(layout.sessions),
+            turns=retrievals.Turns(layout.sessions),
         )
         self.withdrawals = Withdrawals(
             self.controls,
@@ -317,7 +319,7 @@ class Memoryd:
         try:
             read = {s.name: self.store.read_identity(s).entries for s in IDENTITY_FILES.values()}
             found = notes.parse(self.store.read_notes())
-            tallied = tiers.tally(recall.read_log(self.recaller.recalls))
+            tallied = tiers.tally(retrievals.read_log(self.recaller.recalls))
             excluded = self.controls.exclusion()
             hidden = self.withdrawn_entries(read)
         except (FileUnreadable, OSError) as exc:
@@ -387,7 +389,7 @@ class Memoryd:
         recalls = self.recaller.recalls
         turn = self.recaller.turns.turn_of(session) if self.recaller.turns and session != OWNER_SESSION else 0
         try:
-            retrieval = metamemory.find_retrieval(recalls, parsed.retrieval)
+            retrieval = retrievals.find_retrieval(recalls, parsed.retrieval)
             with self.writer.lock:
                 memory_dir = self.config.layout.memory
                 moment = self.now()

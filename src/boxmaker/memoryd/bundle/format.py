@@ -52,7 +52,7 @@ from boxmaker.memoryd.files.notes import Note, render, render_header
 from boxmaker.memoryd.items import archive
 from boxmaker.memoryd.items.store import Item, capture_event, captured, fold
 from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.withdrawal import controls
+from boxmaker.memoryd.withdrawal import records
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
 
@@ -218,14 +218,14 @@ def read_bundle(path: Path) -> dict[str, Any] | Refusal:
 
 
 def _check_control(number: int, record: object) -> str | None:
-    """Why a control record is not a WithdrawalRecord (seed 12.2, `controls.shape_problem`), or None."""
+    """Why a control record is not a WithdrawalRecord (seed 12.2, `records.shape_problem`), or None."""
     if not isinstance(record, dict):
         return f"control {number} is not an object"
     try:
-        decoded = controls.decode(record)
+        decoded = records.decode(record)
     except msgspec.ValidationError as exc:
         return f"control {number} is not a withdrawal-control-v1 record ({exc})"
-    problem = controls.shape_problem(decoded)
+    problem = records.shape_problem(decoded)
     if problem is not None:
         return f"control {number} ({decoded.withdrawal_id}): " + problem.sentence.split("; nothing was")[0]
     return None

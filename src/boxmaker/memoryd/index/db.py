@@ -49,7 +49,7 @@ import msgspec
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.query import TOKENIZER
 from boxmaker.memoryd.index.walk import Rows, Walk, searchable_text, time_of, walk_records
-from boxmaker.memoryd.withdrawal.controls import Exclusion
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.labels import DataClass

@@ -50,7 +50,7 @@ from boxmaker.memoryd.index.db import (
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
-from boxmaker.memoryd.withdrawal.controls import Exclusion
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.labels import DataClass

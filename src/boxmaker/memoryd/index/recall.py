@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,14 +37,13 @@ from boxmaker.memoryd.files.entries import IDENTITY_FILES
 from boxmaker.memoryd.files.journal import encode_line
 from boxmaker.memoryd.files.store import FileUnreadable, Store
 from boxmaker.memoryd.index import hits as hit_text
-from boxmaker.memoryd.index import skeptic
+from boxmaker.memoryd.index import retrievals, skeptic
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.query import build
 from boxmaker.memoryd.items.store import Item
-from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.sentences import Refusal, identity, withdrawal
-from boxmaker.memoryd.withdrawal.controls import Exclusion
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import Label
 
@@ -68,29 +66,6 @@ class RecallResult:
     data: list[dict[str, Any]] = field(default_factory=list)
     reading: skeptic.Reading | None = None
     retrieval: str = ""
-
-
-_LOG_NAME = re.compile(r"[0-9]{4}-[0-9]{2}\.jsonl")
-
-
-def read_log(folder: Path) -> Iterator[str]:
-    """Every complete line of the recall log, oldest month first (DESIGN 10.4).
-
-    A torn last line (one being written) is not yet a line; a line that is not UTF-8 is yielded as
-    "" (which does not parse). A missing folder has no lines.
-
-    Raises:
-        OSError: when a month's file exists but cannot be read.
-    """
-    if not folder.is_dir():
-        return
-    for path in sorted(p for p in folder.iterdir() if _LOG_NAME.fullmatch(p.name)):
-        data = path.read_bytes()
-        for line in data.split(b"\n")[:-1]:
-            try:
-                yield line.decode("utf-8")
-            except UnicodeDecodeError:
-                yield ""
 
 
 class Recaller:
@@ -116,7 +91,7 @@ class Recaller:
         exclusion: Callable[[], Exclusion] | None = None,
         *,
         items: Callable[[], dict[str, Item]] | None = None,
-        turns: metamemory.Turns | None = None,
+        turns: retrievals.Turns | None = None,
     ) -> None:
         self.index = index
         self.recalls = recalls
@@ -125,7 +100,7 @@ class Recaller:
         self.exclusion = exclusion or Exclusion
         self.items = items
         self.turns = turns
-        self.ids = metamemory.RetrievalIds(recalls)
+        self.ids = retrievals.RetrievalIds(recalls)
 
     def search(self, text: str, k: int) -> tuple[list[Hit], tuple[str, ...]] | Refusal:
         """The structured layer under recall: validated, built, searched; no rendering, no log."""
@@ -227,10 +202,10 @@ class Recaller:
                 "owner": owner,
                 "bench": bench,
                 "retrieval_id": ident,
-                "task_id": metamemory.task_id(session, turn),
+                "task_id": retrievals.task_id(session, turn),
                 "memory_item_ids": reading.ids,
-                "use_role": metamemory.DEFAULT_ROLE,
-                "retrieved_at": metamemory.stamp(moment),
+                "use_role": retrievals.DEFAULT_ROLE,
+                "retrieved_at": retrievals.stamp(moment),
             }
             fsio.ensure_dir(self.recalls)
             fsio.append_line(self.recalls / f"{moment:%Y-%m}.jsonl", encode_line(line), sync=False)

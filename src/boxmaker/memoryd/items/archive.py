@@ -40,6 +40,7 @@ import datetime as dt
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from typing import Any
 from boxmaker.memoryd.files.journal import Append, Change, Journal, encode_line
 from boxmaker.memoryd.files.mdtext import label_text, md_text
 from boxmaker.memoryd.files.names import ARCHIVE_DIR
-from boxmaker.memoryd.items.store import Item
+from boxmaker.memoryd.items.store import Item, ItemStore
 from boxmaker.proto import fsio
 
 log = logging.getLogger("boxmaker.memoryd.archive")
@@ -180,6 +181,19 @@ def run(memory_dir: Path, items: dict[str, Item], journal: Journal, moment: dt.d
     entry["events"] = events
     line = journal.commit(Change(entry, appends))
     return Run(str(line["id"]), {file: [i.id for i in found] for file, found in plan.items()})
+
+
+def archive_now(
+    lock: AbstractContextManager[Any], items: ItemStore, journal: Journal, moment: dt.datetime, by: str
+) -> Run:
+    """Run the archive now under the write `lock` (seed 003 section 13), over the item store as it is;
+    `by` is "owner" or the timer's name (`TIMER`).
+
+    Raises:
+        OSError: when a write fails (the journal's intent completes it at the next start).
+    """
+    with lock:
+        return run(items.memory_dir, items.items(), journal, moment, by)
 
 
 def last_run_day(journal: Journal) -> dt.date | None:

@@ -49,6 +49,8 @@ from pathlib import Path
 from boxmaker.memoryd.files.mdtext import label_text, md_text
 from boxmaker.memoryd.files.names import INDEX_FILE, TOPICS_DIR
 from boxmaker.memoryd.items.store import Item, label_of
+from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import Label
 
@@ -307,3 +309,30 @@ def write(memory_dir: Path, rendered: Rendered) -> list[str]:
             path.unlink()
             changed.append(relative)
     return changed
+
+
+def read_page(items: Iterable[Item], excluded: Excluded, topic: str | None) -> Page | Refusal:
+    """index.md (`topic` None) or a topic page (``.md`` and ``topics/`` may be given or not), rendered
+    from `items` as they are now with the withdrawn ones left out: the `memory` tool's ``index`` and
+    ``topic`` actions read this, never the files. An unknown topic is ``refused:not-found`` naming the
+    known ones."""
+    rendered = render(items, excluded)
+    if topic is None:
+        return rendered.index
+    name = topic.removeprefix(f"{TOPICS_DIR}/").removesuffix(".md")
+    page = rendered.topics.get(name)
+    if page is None:
+        return files_sentences.unknown_topic(topic, sorted(rendered.topics))
+    return page
+
+
+def refresh(memory_dir: Path, items: Iterable[Item], excluded: Excluded) -> None:
+    """Rewrite index.md and the topic pages where they changed; a failure is logged (they are generated
+    again after the next item change and at every start)."""
+    try:
+        changed = write(memory_dir, render(items, excluded))
+    except OSError as exc:
+        log.error("cannot write memory/index.md or memory/topics/: %s", exc)
+        return
+    if changed:
+        log.debug("projections written: %s", ", ".join(changed))

@@ -34,7 +34,7 @@ from typing import Any
 
 from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import BY_NAME, CONVENTIONS, file_content
-from boxmaker.memoryd.files.journal import encode_line
+from boxmaker.memoryd.files.journal import Journal, encode_line
 from boxmaker.memoryd.files.names import (
     CONTROLS_FILE,
     ERASURES_FILE,
@@ -44,6 +44,8 @@ from boxmaker.memoryd.files.names import (
 )
 from boxmaker.memoryd.items import archive, projections
 from boxmaker.memoryd.items.store import Item, fold
+from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.proto import fsio
 
 ExclusionFor = Callable[[Path], Callable[[Item], bool]]
@@ -110,3 +112,18 @@ def replay(
         fsio.append_bytes(into / ITEMS_FILE, b"".join(encode_line(e) + b"\n" for e in new))
     rendered = projections.render(fold(events).values(), exclusion_for(into))
     projections.write(into, rendered)
+
+
+def replay_into(journal: Journal, folder: Path, exclusion_for: ExclusionFor) -> list[str] | Refusal:
+    """Replay the whole journal into `folder` (new or empty; ``bxctl memory replay --into``); returns the
+    files written there, relative to it, or the refusal (a folder that is not empty, or a write that
+    failed)."""
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        return files_sentences.replay_not_empty(str(folder))
+    lines = list(journal.entries_newest_first())
+    lines.reverse()
+    try:
+        replay(lines, folder, exclusion_for)
+    except OSError as exc:
+        return files_sentences.unwritable(str(folder), exc.strerror or str(exc))
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())

@@ -1,18 +1,6 @@
 """Metamemory: retrieval records and outcome feedback (seed 003 section 23, memory:L5; checklist 13-16).
 
-Retrieval records. Every recall memoryd logs IS a ``retrieval_record`` (section 23.2): the recall log
-line (``memory/recalls/YYYY-MM.jsonl``, `recall.Recaller`) carries, beside M5a's fields,
-
-- ``retrieval_id``: ``memret-YYYY-MM-DD-NNN``, NNN the day's ordinal from 001, the highest of the
-  day in the month's log plus one, so the counter survives restarts (`RetrievalIds`);
-- ``task_id``: ``<session>#<turn>``, the turn being the number of owner (``user``) records the
-  session's logs hold across every epoch when the recall comes. loopd logs the owner's message
-  as soon as the model first answers it, before any tool call runs, so a recall made during turn 3
-  counts 3 (`turn_of`); ``owner`` for the owner's searches;
-- ``memory_item_ids``: every item the answer shows, the hits' items first, then the live items of
-  superseded hits and the rows of conflict blocks (`skeptic.Reading.ids`);
-- ``use_role``: ``background`` (a recall does not know yet how its items will be used);
-- ``retrieved_at``: the recall's time.
+Retrieval records are `index.retrievals`: every recall memoryd logs is one, with its ``memret-`` id.
 
 Feedback events (section 23.2) live in ``memory/feedback.jsonl``, append-only, one event a line::
 
@@ -47,9 +35,7 @@ is listed there as a candidate for a proposal, never changed (checklist 14).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,9 +45,9 @@ from boxmaker.memoryd.check.rules import check_text
 from boxmaker.memoryd.files.entries import prepare
 from boxmaker.memoryd.files.journal import Append, Change, encode_line, read_jsonl
 from boxmaker.memoryd.files.names import FEEDBACK_FILE
+from boxmaker.memoryd.index.retrievals import DEFAULT_ROLE, real_day, stamp, task_id
 from boxmaker.memoryd.items.store import is_item_id
 from boxmaker.memoryd.sentences import Refusal, identity, review
-from boxmaker.proto import fsio
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import OWNER_SESSION
 
@@ -77,7 +63,6 @@ VERDICTS = ("helpful", "misleading", "neutral", "unknown")
 ATTRIBUTIONS = ("low", "medium", "high")
 VERDICT_SCHEME = "intervention-outcome-v1"
 ATTRIBUTION_SCHEME = "ordinal-confidence-v1"
-DEFAULT_ROLE = "background"
 DEFAULT_ATTRIBUTION = "low"
 TEXT_LIMIT = 300
 REF_LIMIT = 200
@@ -85,143 +70,18 @@ MAX_REFS = 10
 #: How many misleading verdicts make an item a candidate for a proposal in review.
 CANDIDATE_AT = 2
 
-RETRIEVAL_ID_PATTERN = r"^memret-(\d{4}-\d{2}-\d{2})-(\d{3,})\Z"
 FEEDBACK_ID_PATTERN = r"^memfb-(\d{4}-\d{2}-\d{2})-(\d{3,})\Z"
-_RETRIEVAL = re.compile(RETRIEVAL_ID_PATTERN)
 _FEEDBACK = re.compile(FEEDBACK_ID_PATTERN)
-_EPOCH_LOG = re.compile(r"^(0|[1-9][0-9]{0,8})\.jsonl\Z")
 _ONE_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def _real_day(value: str) -> dt.date | None:
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        return None
-
-
-def is_retrieval_id(value: str) -> bool:
-    """True for ``memret-YYYY-MM-DD-NNN`` with a real date."""
-    match = _RETRIEVAL.match(value)
-    return match is not None and _real_day(match.group(1)) is not None
 
 
 def is_feedback_id(value: str) -> bool:
     """True for ``memfb-YYYY-MM-DD-NNN`` with a real date."""
     match = _FEEDBACK.match(value)
-    return match is not None and _real_day(match.group(1)) is not None
-
-
-def stamp(moment: dt.datetime) -> str:
-    """``YYYY-MM-DDTHH:MM:SSZ`` in UTC."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return match is not None and real_day(match.group(1)) is not None
 
 
 # Retrieval records -------------------------------------------------------------------------------
-
-
-class RetrievalIds:
-    """Hands out ``memret-YYYY-MM-DD-NNN`` ids; the first id of a day is the highest of that day in
-    the month's recall log plus one. Thread-safe (the caller appends the line under `lock`).
-
-    Args:
-        recalls: the recall log folder (``memory/recalls``).
-    """
-
-    def __init__(self, recalls: Path) -> None:
-        self.recalls = recalls
-        self.lock = threading.Lock()
-        self._last: tuple[dt.date, int] | None = None
-
-    def next(self, day: dt.date) -> str:
-        """The next id of `day` (call with `lock` held)."""
-        if self._last is None or self._last[0] != day:
-            self._last = (day, _highest(self.recalls / f"{day:%Y-%m}.jsonl", day))
-        number = self._last[1] + 1
-        self._last = (day, number)
-        return f"memret-{day.isoformat()}-{number:03d}"
-
-
-def _highest(path: Path, day: dt.date) -> int:
-    prefix = f"memret-{day.isoformat()}-"
-    highest = 0
-    for line in read_jsonl(path, ("retrieval_id",)):
-        value = line.get("retrieval_id")
-        if isinstance(value, str) and value.startswith(prefix) and value[len(prefix) :].isdigit():
-            highest = max(highest, int(value[len(prefix) :]))
-    return highest
-
-
-def find_retrieval(recalls: Path, ident: str) -> dict[str, Any] | None:
-    """The recall log line of retrieval `ident` (in its month's file), or None.
-
-    Raises:
-        OSError: when the month's log exists but cannot be read.
-    """
-    if not is_retrieval_id(ident):
-        return None
-    day = ident[len("memret-") : len("memret-") + 10]
-    path = recalls / f"{day[:7]}.jsonl"
-    return next((line for line in read_jsonl(path, ("retrieval_id",)) if line["retrieval_id"] == ident), None)
-
-
-class Turns:
-    """The turn a session is in: its owner (``user``) records across every epoch log (module
-    docstring). Counted incrementally, by each log's size; a log that shrank (an erasure rewrote it)
-    is counted again.
-
-    Args:
-        sessions: the home's ``sessions/`` folder.
-    """
-
-    def __init__(self, sessions: Path) -> None:
-        self.sessions = sessions
-        self._lock = threading.Lock()
-        self._seen: dict[Path, tuple[int, int]] = {}
-
-    def turn_of(self, session: str) -> int:
-        """The number of owner records `session` logged so far (0 when none or unreadable)."""
-        folder = self.sessions / session
-        try:
-            logs = sorted(p for p in folder.iterdir() if _EPOCH_LOG.match(p.name))
-        except OSError:
-            return 0
-        total = 0
-        with self._lock:
-            for path in logs:
-                try:
-                    total += self._count(path)
-                except OSError:
-                    continue
-        return total
-
-    def _count(self, path: Path) -> int:
-        size = path.stat().st_size
-        offset, count = self._seen.get(path, (0, 0))
-        if size < offset:
-            offset, count = 0, 0
-        if size == offset:
-            return count
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            data = handle.read(size - offset)
-        lines, tail = fsio.complete_lines(data)
-        for raw in lines:
-            if b'"user"' not in raw:
-                continue
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(value, dict) and value.get("type") == "user":
-                count += 1
-        self._seen[path] = (offset + len(data) - len(tail), count)
-        return count
-
-
-def task_id(session: str, turn: int) -> str:
-    """``<session>#<turn>``; the owner's own searches are task ``owner``."""
-    return OWNER_SESSION if session == OWNER_SESSION else f"{session}#{turn}"
 
 
 # Feedback ----------------------------------------------------------------------------------------

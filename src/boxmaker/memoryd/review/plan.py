@@ -57,7 +57,7 @@ from boxmaker.memoryd.files.store import FileOverLimit
 from boxmaker.memoryd.items import projections
 from boxmaker.memoryd.items.store import KINDS, Item, active_by_subject, item_id_of
 from boxmaker.memoryd.review import feedback as metamemory
-from boxmaker.memoryd.withdrawal.controls import Chain
+from boxmaker.memoryd.withdrawal.records import Chain
 from boxmaker.proto.escape import escape_line
 
 if TYPE_CHECKING:

@@ -54,10 +54,11 @@ from boxmaker.memoryd.files.entries import CONVENTIONS, STEERING_LIMIT, file_con
 from boxmaker.memoryd.files.journal import Append, Change, Rewrite, encode_line, read_jsonl
 from boxmaker.memoryd.files.names import ARCHIVE_DIR, PROPOSALS_FILE, RECALLS_DIR
 from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
+from boxmaker.memoryd.index import retrievals
 from boxmaker.memoryd.items.store import Item, is_item_id
 from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.sentences import Refusal, identity, promotion
-from boxmaker.memoryd.withdrawal.controls import Exclusion
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.memoryd.write.actions import ProposeArgs
 from boxmaker.memoryd.write.writer import Answer, Caller
 from boxmaker.proto.escape import escape_line
@@ -199,7 +200,7 @@ def ref_problem(ref: str, items: Mapping[str, Item], excluded: Exclusion, memory
             if form is _FEEDBACK:
                 known = any(e.get("event_id") == ref for e in metamemory.read_feedback(memory_dir))
             else:
-                known = metamemory.find_retrieval(memory_dir / RECALLS_DIR, ref) is not None
+                known = retrievals.find_retrieval(memory_dir / RECALLS_DIR, ref) is not None
             return None if known else promotion.ref_not_found(ref)
     return promotion.bad_ref(
         ref, "is not an item id mem-…, an archive anchor archive/YYYY-MM-DD.md, memfb-… or memret-…"

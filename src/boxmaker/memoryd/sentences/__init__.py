@@ -25,12 +25,10 @@ OK = "ok"
 NOTED = "noted"
 STAGED = "staged"
 
-# Codes of refusals: ``refused:<reason>`` (the write check's rule codes are ``refused:<rule>``,
-# built from the rule's name: `check.rules.CONTENT_RULES`).
-
 
 class Code:
-    """Every ``refused:<reason>`` code memoryd answers, by name (``Code.NOT_FOUND``)."""
+    """Every ``refused:<reason>`` code memoryd answers, by name (``Code.NOT_FOUND``); the write
+    check's codes are ``refused:<rule>``, built from the rule's name (`check.rules.CONTENT_RULES`)."""
 
     AMBIGUOUS: Final = "refused:ambiguous"
     ARGUMENTS: Final = "refused:arguments"
@@ -73,3 +71,9 @@ class Refusal:
 
     code: str
     sentence: str
+
+
+def unavailable(why: str, outcome: str = "nothing was written") -> Refusal:
+    """A memory file, log or the index cannot be read or written: `why` (the error), then what the
+    call did about it (``nothing was written``, ``nothing to list``, ``nothing was recorded`` …)."""
+    return Refusal(Code.UNAVAILABLE, f"{why}; {outcome}")

@@ -36,22 +36,21 @@ from boxmaker.memoryd.files.entries import BY_NAME, IDENTITY_FILES
 from boxmaker.memoryd.files.journal import Append, Change, Journal
 from boxmaker.memoryd.files.store import FileUnreadable, Store
 from boxmaker.memoryd.sentences import Refusal, identity, withdrawal
-from boxmaker.memoryd.withdrawal.controls import (
+from boxmaker.memoryd.withdrawal.controls import Controls
+from boxmaker.memoryd.withdrawal.exclusion import from_chains, withdrawn_entries
+from boxmaker.memoryd.withdrawal.records import (
     EFFECTS,
     REASONS,
     RECORD_TYPE,
     Chain,
-    Controls,
     Scope,
     WithdrawalRecord,
     check,
-    from_chains,
     normalize,
     parse_anchor,
     same_scope,
     scope_problem,
     session_decider,
-    withdrawn_entries,
 )
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION

@@ -22,6 +22,7 @@ edit decided against an old view fails instead of clobbering a newer entry (herm
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import header_time, render, render_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.files.store import IdentityFile, Store
+from boxmaker.memoryd.files.store import FileUnreadable, IdentityFile, Store
 from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
 from boxmaker.memoryd.sentences import Refusal, identity
 from boxmaker.memoryd.write.actions import (
@@ -64,6 +65,8 @@ from boxmaker.memoryd.write.actions import (
 from boxmaker.proto import fsio
 from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import DataClass, Label
+
+log = logging.getLogger("boxmaker.memoryd")
 
 _PRIVATE = Label(DataClass.PRIVATE, False)
 #: The files an undo may restore when named by its edit id: memory.md, user.md, and conventions.md (an
@@ -107,6 +110,16 @@ class Answer:
         return not self.code.startswith("refused:")
 
 
+def guarded(apply: Callable[[], Answer]) -> Answer:
+    """Run a write, turning a memory file that cannot be read into a refusal the model can read
+    (``refused:unavailable``, "…; nothing was written") instead of an error."""
+    try:
+        return apply()
+    except FileUnreadable as exc:
+        log.error("memory-unavailable: %s", exc)
+        return Answer.refused(sentences.unavailable(str(exc)))
+
+
 class Writer:
     """Applies memory writes to the files under ``memory/``.
 
@@ -118,6 +131,9 @@ class Writer:
         on_notes: called with the notes appended and the exact bytes appended (the index adds them).
         sessions: the home's ``sessions/`` folder, where a capture's Source is looked up (None: the
             Source names the session and call only).
+        items: the home's one item store (a new one over ``store.dir`` when not given).
+        lock: the write lock every change of memory/ holds (a new one when not given; autodream's dry
+            run shares the daemon's).
     """
 
     def __init__(
@@ -129,6 +145,8 @@ class Writer:
         on_notes: Callable[[Sequence[NoteEntry], bytes], None],
         *,
         sessions: Path | None = None,
+        items: ItemStore | None = None,
+        lock: threading.Lock | None = None,
     ) -> None:
         self.store = store
         self.journal = journal
@@ -136,8 +154,8 @@ class Writer:
         self.review = review
         self.on_notes = on_notes
         self.sessions = sessions
-        self.items = ItemStore(store.dir)
-        self.lock = threading.Lock()
+        self.items = items or ItemStore(store.dir)
+        self.lock = lock or threading.Lock()
         self._notes = 0
         self._notes_seen: tuple[int, int] | None = None
 

@@ -1,0 +1,119 @@
+"""The owner's export and import of a bundle (seed 003 sections 12.2 and 20; `format` gives the bundle's
+shape and its checks): each is one journal commit under the write lock.
+
+- `export` writes a new file (never over one) with every item event and the withdrawals that apply to
+  them, journalled (action ``export``) before the file is written, so the journal errs towards a
+  copy it knows of (an erasure then reaches it);
+- `import_bundle` validates the whole bundle against the store first, then appends its items and
+  controls in one commit (action ``import``); nothing is written when any part is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from boxmaker.memoryd.bundle import format as bundle
+from boxmaker.memoryd.files.journal import Change
+from boxmaker.memoryd.files.notes import parse as parse_notes
+from boxmaker.memoryd.files.store import FileUnreadable
+from boxmaker.memoryd.items.projections import Excluded
+from boxmaker.memoryd.sentences import Refusal, unavailable
+from boxmaker.memoryd.sentences import files as files_sentences
+from boxmaker.memoryd.write.writer import Writer
+from boxmaker.proto import fsio
+from boxmaker.proto.ids import OWNER_SESSION
+
+
+def export(writer: Writer, excluded: Excluded, path: Path, omit_withdrawn: bool) -> bundle.Export | Refusal:
+    """Write a bundle of the item store to `path` (a new file) and journal it (action export).
+
+    Returns ``refused:exists`` when `path` exists, ``refused:unavailable`` when it cannot be written
+    (the journal line then still records the attempt, erring towards a known copy).
+    """
+    if path.exists() or path.is_symlink():
+        return files_sentences.export_exists(str(path))
+    if not path.parent.is_dir():
+        return files_sentences.unwritable(str(path), "its folder does not exist")
+    with writer.lock:
+        try:
+            events = writer.items.events()
+            controls = bundle.read_controls(writer.store.dir)
+        except OSError as exc:
+            return files_sentences.unwritable(str(path), f"the item store cannot be read: {exc}")
+        made = bundle.build_export(events, controls, excluded, omit_withdrawn, writer.now())
+        entry = {
+            "session": OWNER_SESSION,
+            "call": "",
+            "action": "export",
+            "file": str(path),
+            "where": "export",
+            "before": [],
+            "after": [],
+            "untrusted": False,
+            "ids": made.ids,
+            "exported_controls": made.controls,
+        }
+        writer.journal.commit(Change(entry))
+    data = json.dumps(made.bundle, ensure_ascii=True, indent=1).encode("ascii") + b"\n"
+    try:
+        bundle.write_new(path, data)
+    except FileExistsError:
+        return files_sentences.export_exists(str(path))
+    except OSError as exc:
+        return files_sentences.unwritable(str(path), exc.strerror or str(exc))
+    return made
+
+
+def import_bundle(
+    writer: Writer, on_controls: Callable[[], None], path: Path, trusted: bool = False
+) -> tuple[bundle.ImportPlan, str] | Refusal:
+    """Validate and import a bundle (`format`): one journal commit (action import); its items untrusted
+    unless `trusted`. With controls, `on_controls` is called after the commit (the index is rebuilt in
+    the background, as after a withdrawal).
+
+    Returns the plan and the edit id, or the refusal (nothing written).
+    """
+    loaded = bundle.read_bundle(path)
+    if isinstance(loaded, Refusal):
+        return loaded
+    memory_dir = writer.store.dir
+    with writer.lock:
+        try:
+            events = writer.items.events()
+            present = writer.items.items()
+            controls = bundle.read_controls(memory_dir)
+            position = len(parse_notes(writer.store.read_notes()))
+        except (OSError, FileUnreadable) as exc:
+            return unavailable(str(exc), "nothing was imported")
+        plan = bundle.plan_import(loaded, present, controls, trusted)
+        if isinstance(plan, Refusal):
+            return plan
+        fields, appends, added = bundle.import_appends(
+            memory_dir,
+            plan=plan,
+            events=events,
+            first_position=position,
+            notes_need_newline=not fsio.ends_with_newline(writer.store.notes_path),
+            bundle_name=path.name,
+            moment=writer.now(),
+        )
+        entry = {
+            "session": OWNER_SESSION,
+            "call": "",
+            "action": "import",
+            "file": path.name,
+            "where": "items.jsonl",
+            "before": [],
+            "after": [],
+            "untrusted": False,
+            **fields,
+        }
+        line = writer.journal.commit(Change(entry, appends))
+        if added:
+            data = next(a.data for a in appends if a.path == "notes.md")
+            writer.on_notes(added, data)
+    if plan.controls:
+        on_controls()
+    return plan, str(line["id"])
