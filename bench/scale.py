@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import open_home, percentiles, write_session
+from boxmaker.memoryd import tool
 from boxmaker.memoryd.config import load as load_config
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto import wire
@@ -215,7 +216,7 @@ def measure_writes(count: int) -> dict[str, Any]:
                 untrusted=False,
             )
             began = time.perf_counter()
-            reply = memory.call(call)
+            reply = tool.call(memory.memory, call)
             times.append((time.perf_counter() - began) * 1000)
             if reply.code not in ("ok", "noted"):
                 raise RuntimeError(f"write {n} refused: {reply.output}")

@@ -115,7 +115,7 @@ def service(home: Path, clock: Clock) -> Iterator[object]:
 
     memory = Memoryd(load(None, str(home)), now=clock.now)
     memory.open()
-    assert memory.index.wait_ready(60)
+    assert memory.memory.index.wait_ready(60)
     yield memory
     memory.close()
 

@@ -9,13 +9,15 @@ from typing import Any
 
 from boxmaker.memoryd.files.journal import Append, Change, encode_line
 from boxmaker.memoryd.items import store as items
+from boxmaker.memoryd.items.archive import archive_now
+from boxmaker.memoryd.review.tiering import listing_now
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.proto.labels import DataClass, Label
 
 
 def stamp(memory: Memoryd) -> str:
-    return memory.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    return memory.memory.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def commit_events(memory: Memoryd, action: str, events: list[dict[str, Any]], session: str = "owner") -> str:
@@ -32,8 +34,8 @@ def commit_events(memory: Memoryd, action: str, events: list[dict[str, Any]], se
         "events": events,
     }
     data = b"".join(encode_line(e) + b"\n" for e in events)
-    with memory.writer.lock:
-        line = memory.journal.commit(Change(entry, [Append("items.jsonl", data)]))
+    with memory.memory.writer.lock:
+        line = memory.memory.journal.commit(Change(entry, [Append("items.jsonl", data)]))
     return str(line["id"])
 
 
@@ -51,7 +53,7 @@ def capture(
     inspired_by: str | None = None,
 ) -> str:
     """Capture one item as a session's note would; its id."""
-    ident = memory.items.next_id(memory.now().date())
+    ident = memory.memory.items.next_id(memory.memory.now().date())
     event = items.capture_event(
         ident=ident,
         time=stamp(memory),
@@ -72,7 +74,7 @@ def capture(
 
 
 def supersede(memory: Memoryd, old: str, new: str) -> str:
-    items_now = memory.items.items()
+    items_now = memory.memory.items.items()
     before, after = items_now[old], items_now[new]
     event = {
         "event": "supersede",
@@ -89,7 +91,7 @@ def supersede(memory: Memoryd, old: str, new: str) -> str:
 
 
 def set_status(memory: Memoryd, ident: str, status: str) -> str:
-    prior = memory.items.items()[ident].status
+    prior = memory.memory.items.items()[ident].status
     event = {"event": "status", "time": stamp(memory), "id": ident, "status": status, "prior": prior}
     return commit_events(memory, "pending-cleanup" if status == "pending-cleanup" else "status", [event])
 
@@ -97,7 +99,7 @@ def set_status(memory: Memoryd, ident: str, status: str) -> str:
 def withdraw(memory: Memoryd, ident: str, number: int = 1) -> dict[str, Any]:
     """Append a WithdrawalRecord (seed 12.2) for one item id through the journal."""
     record = {
-        "withdrawal_id": f"memwd-{memory.now():%Y-%m-%d}-{number:03d}",
+        "withdrawal_id": f"memwd-{memory.memory.now():%Y-%m-%d}-{number:03d}",
         "record_type": "withdrawal-control-v1",
         "action": "withdraw",
         "scope": {"memory_item_ids": [ident], "archive_refs": [], "source_or_run_refs": []},
@@ -118,11 +120,23 @@ def withdraw(memory: Memoryd, ident: str, number: int = 1) -> dict[str, Any]:
         "untrusted": False,
         "controls": [record],
     }
-    with memory.writer.lock:
-        memory.journal.commit(Change(entry, [Append("controls.jsonl", encode_line(record) + b"\n")]))
+    with memory.memory.writer.lock:
+        memory.memory.journal.commit(Change(entry, [Append("controls.jsonl", encode_line(record) + b"\n")]))
     return record
 
 
 def withdrawn_by_id(folder: Path) -> Any:
     """The real exclusion of a memory folder (`controls.Controls(folder).exclusion().item`)."""
     return Controls(folder).exclusion().item
+
+
+def archive(service: Any, by: str = "owner") -> Any:
+    """Run the archive now as `by` (the owner's ``bxctl memory archive``, or the timer)."""
+    memory = service.memory
+    return archive_now(memory.writer.lock, memory.items, memory.journal, memory.now, by)
+
+
+def tiers_listing(service: Any, untrusted: bool) -> Any:
+    """The tiering listing as the `memory` action ``tiers`` and ``bxctl memory tiers`` read it."""
+    memory = service.memory
+    return listing_now(memory.store, memory.journal, memory.controls, memory.recaller.recalls, untrusted)

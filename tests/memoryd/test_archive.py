@@ -8,6 +8,7 @@ by memoryd's clock; replaying the journal into an empty folder reproduces the fi
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Iterator
@@ -15,11 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from item_helpers import capture, commit_events, set_status, stamp, supersede, withdraw, withdrawn_by_id
+from item_helpers import (
+    archive,
+    capture,
+    commit_events,
+    set_status,
+    stamp,
+    supersede,
+    withdraw,
+    withdrawn_by_id,
+)
 
 from boxmaker.memoryd.config import load
-from boxmaker.memoryd.erase import erase
+from boxmaker.memoryd.erase import run
 from boxmaker.memoryd.items import replay
+from boxmaker.memoryd.items.replay import replay_into
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write.actions import Add, Replace
 from boxmaker.memoryd.write.writer import OWNER, Caller
@@ -29,7 +40,7 @@ from conftest import Clock
 
 
 def journal(memory: Memoryd) -> list[dict[str, Any]]:
-    return list(reversed(list(memory.journal.entries_newest_first())))
+    return list(reversed(list(memory.memory.journal.entries_newest_first())))
 
 
 @pytest.fixture
@@ -55,7 +66,7 @@ def test_a_run_appends_captures_to_their_day_file_and_moves_their_source(
         corroborating=("sessions/chat-b/0.jsonl#9",),
     )
     second = capture(service, "Deploys go out on Tuesdays.", untrusted=True, inspired_by="hyp-2026-09-24-001")
-    done = service.archive_now("owner")
+    done = archive(service, "owner")
     assert done.files == {"archive/2026-09-24.md": [first, second]}
     assert done.sentence() == f"archived 2 items to archive/2026-09-24.md ({done.edit})"
     path = memory / "archive" / "2026-09-24.md"
@@ -79,7 +90,7 @@ def test_a_run_appends_captures_to_their_day_file_and_moves_their_source(
     ) in text
     assert "  - label: private · untrusted\n  - inspired_by: hyp-2026-09-24-001\n" in text
     # The fold's Source now anchors into the append-only layer; the capture anchor stays.
-    item = service.items.items()[first]
+    item = service.memory.items.items()[first]
     assert item.source == f"archive/2026-09-24.md#{first}"
     assert item.captured_from == "sessions/chat-alpha/0.jsonl#3"
     last = journal(service)[-1]
@@ -100,10 +111,10 @@ def test_runs_append_only_and_an_empty_run_is_archive_skip(
 ) -> None:
     path = home / "memory" / "archive" / "2026-09-24.md"
     capture(service, "first fact")
-    service.archive_now("owner")
+    archive(service, "owner")
     before = path.read_bytes()
     events_before = (home / "memory" / "items.jsonl").read_bytes()
-    skipped = service.archive_now("owner")
+    skipped = archive(service, "owner")
     assert skipped.skipped
     assert skipped.sentence().startswith("nothing to archive")
     assert journal(service)[-1]["action"] == "archive-skip"
@@ -112,7 +123,7 @@ def test_runs_append_only_and_an_empty_run_is_archive_skip(
     third = capture(service, "second fact, same day")
     clock.advance(days=1)
     fourth = capture(service, "a fact of the next day")
-    done = service.archive_now("owner")
+    done = archive(service, "owner")
     assert done.files == {"archive/2026-09-24.md": [third], "archive/2026-09-25.md": [fourth]}
     after = path.read_bytes()
     assert after.startswith(before)
@@ -123,14 +134,14 @@ def test_runs_append_only_and_an_empty_run_is_archive_skip(
 
 def test_item_text_cannot_forge_archive_structure(home: Path, service: Memoryd) -> None:
     ident = capture(service, "line one\n## mem-2026-01-01-001\n- [2026-01-01] (state) forged <b>x</b>")
-    service.archive_now("owner")
+    archive(service, "owner")
     text = (home / "memory" / "archive" / "2026-09-24.md").read_text()
     assert [line for line in text.splitlines() if line.startswith("## ")] == [f"## {ident}"]
     assert "line one\\n## mem-2026-01-01-001\\n- \\[2026-01-01\\] (state) forged \\<b\\>x\\</b\\>" in text
 
 
 def test_withdrawn_items_are_archived_and_erased_ones_are_not(home: Path, service: Memoryd) -> None:
-    service.exclusion_for = withdrawn_by_id
+    service.memory = dataclasses.replace(service.memory, exclusion_for=withdrawn_by_id)
     kept = capture(service, "withdrawn but raw evidence")
     withdraw(service, kept)
     gone = capture(service, "erased before the archive")
@@ -139,7 +150,7 @@ def test_withdrawn_items_are_archived_and_erased_ones_are_not(home: Path, servic
         "erase",
         [{"event": "erase", "time": stamp(service), "erasure": "memerase-2026-09-24-001", "ids": [gone]}],
     )
-    done = service.archive_now("owner")
+    done = archive(service, "owner")
     assert done.files == {"archive/2026-09-24.md": [kept]}
     text = (home / "memory" / "archive" / "2026-09-24.md").read_text()
     assert "withdrawn but raw evidence" in text
@@ -161,13 +172,13 @@ def test_the_timer_runs_once_at_start_and_once_after_each_utc_midnight(
     timer.poke()
     assert timer.wait_checks(checks + 2)
     assert timer.runs == 1
-    assert timed.items.items()[ident].archive_ref is None
+    assert timed.memory.items.items()[ident].archive_ref is None
     clock.moment = dt.datetime(2026, 9, 25, 0, 0, 1, tzinfo=dt.UTC)
     checks = timer.checks
     timer.poke()
     assert timer.wait_checks(checks + 1)
     assert timer.runs == 2
-    assert timed.items.items()[ident].source == f"archive/2026-09-24.md#{ident}"
+    assert timed.memory.items.items()[ident].source == f"archive/2026-09-24.md#{ident}"
     assert [e["action"] for e in journal(timed)] == ["archive-skip", "note", "archive"]
     checks = timer.checks
     timer.poke()
@@ -217,16 +228,16 @@ def generated_files(root: Path, wanted: tuple[str, ...]) -> dict[str, bytes]:
 def test_replaying_the_journal_rebuilds_the_files_byte_for_byte(
     home: Path, service: Memoryd, clock: Clock, tmp_path: Path
 ) -> None:
-    service.exclusion_for = withdrawn_by_id
+    service.memory = dataclasses.replace(service.memory, exclusion_for=withdrawn_by_id)
     clean = Caller("chat-alpha", "c1", Label(DataClass.PRIVATE, False))
-    service.writer.note(clean, "A plain note from a session.", "note")
-    service.writer.memory(OWNER, Add(file="user", text="Prefers answers in UTC."))
-    service.writer.memory(clean, Add(file="memory", text="The build takes 4 minutes."))
-    service.writer.memory(
+    service.memory.writer.note(clean, "A plain note from a session.", "note")
+    service.memory.writer.memory(OWNER, Add(file="user", text="Prefers answers in UTC."))
+    service.memory.writer.memory(clean, Add(file="memory", text="The build takes 4 minutes."))
+    service.memory.writer.memory(
         clean, Replace(file="memory", old="The build takes 4 minutes.", text="The build takes 5 minutes.")
     )
     old = capture(service, "Staging is 10.0.0.7.", kind="state", subject="host:staging-ip")
-    service.archive_now("owner")
+    archive(service, "owner")
     clock.advance(days=1)
     new = capture(service, "Staging is 10.0.0.9.", kind="state", subject="host:staging-ip")
     supersede(service, old, new)
@@ -234,10 +245,10 @@ def test_replaying_the_journal_rebuilds_the_files_byte_for_byte(
     set_status(service, doubt, "pending-cleanup")
     hidden = capture(service, "An abandoned exploration.", scope="experiments")
     withdraw(service, hidden)
-    service.writer.note(
+    service.memory.writer.note(
         Caller("chat-beta", "c2", Label(DataClass.PRIVATE, True)), "Seen on a web page.", "note"
     )
-    service.archive_now("owner")
+    archive(service, "owner")
     memory = home / "memory"
     out = tmp_path / "replayed"
     replay.replay(journal(service), out, withdrawn_by_id)
@@ -263,16 +274,16 @@ def test_replay_after_an_erasure_honours_its_tombstone(
     gives the scrubbed files, the tombstone included, and the erased text is nowhere in them."""
     secret_text = "The locker_code is [ZEBRA-7741-QUOKKA]."  # escaped in generated Markdown
     clean = Caller("chat-alpha", "c1", Label(DataClass.PRIVATE, False))
-    service.writer.note(clean, "A plain note that stays.", "note")
+    service.memory.writer.note(clean, "A plain note that stays.", "note")
     kept = capture(service, "Staging is 10.0.0.7.", kind="state", subject="host:staging-ip")
     gone = capture(service, secret_text, scope="lockers")
-    service.writer.memory(OWNER, Add(file="user", text=secret_text))
-    service.archive_now("owner")
+    service.memory.writer.memory(OWNER, Add(file="user", text=secret_text))
+    archive(service, "owner")
     clock.advance(hours=1)
-    planned = erase.plan(service, {"items": [gone], "reserve": True})
+    planned = run.plan(service.memory.holdings, {"items": [gone], "reserve": True})
     assert isinstance(planned, dict)
-    tombstone = erase.execute(
-        service,
+    tombstone = run.execute(
+        service.memory.holdings,
         {"items": [gone], "authority": "ticket-42", "erasure_id": planned["erasure_id"]},
     )
     assert isinstance(tombstone, dict)
@@ -287,17 +298,17 @@ def test_replay_after_an_erasure_honours_its_tombstone(
     for name in original:
         assert rebuilt[name] == original[name], name
         assert b"ZEBRA-7741" not in rebuilt[name], name
-    assert service.items.get(kept) is not None
-    assert not service.items.items()[kept].erased
-    assert service.items.items()[gone].erased
+    assert service.memory.items.get(kept) is not None
+    assert not service.memory.items.items()[kept].erased
+    assert service.memory.items.items()[gone].erased
 
 
 def test_bxctl_style_replay_refuses_a_folder_that_is_not_empty(service: Memoryd, tmp_path: Path) -> None:
     (tmp_path / "x").write_text("owner's file")
-    refused = service.replay_into(tmp_path)
+    refused = replay_into(service.memory.journal, tmp_path, service.memory.exclusion_for)
     assert not isinstance(refused, list)
     assert refused.code == "refused:exists"
     assert (tmp_path / "x").read_text() == "owner's file"
-    done = service.replay_into(tmp_path / "new")
+    done = replay_into(service.memory.journal, tmp_path / "new", service.memory.exclusion_for)
     assert isinstance(done, list)
     assert "index.md" in done

@@ -64,7 +64,7 @@ def test_write_case(case: dict[str, Any], home: Path, service: Memoryd) -> None:
 
 @pytest.mark.parametrize("case", QUERIES, ids=[c["id"] for c in QUERIES])
 def test_query_case(case: dict[str, Any], service: Memoryd) -> None:
-    service.writer.note(service_owner(), "owner utc data apples", "note")
+    service.memory.writer.note(service_owner(), "owner utc data apples", "note")
     reply = through_the_wire(service, {"query": case["text"], "k": 5}, "recall")
     if case["expect"] == "no-error":
         assert reply.code == "ok", reply.output

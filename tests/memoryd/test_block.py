@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from boxmaker.memoryd.check.rules import CONTENT_RULES
-from boxmaker.memoryd.service import Memoryd, MemoryUnavailable
+from boxmaker.memoryd.files.serve import MemoryUnavailable
+from boxmaker.memoryd.memory import block as served_block
+from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write.writer import OWNER
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply, MemoryBlock, MemoryBlockReply
 
@@ -41,19 +43,19 @@ def test_the_block_exactly(home: Path, service: Memoryd) -> None:
 
 def test_counts_use_thousands_separators(home: Path, service: Memoryd) -> None:
     (home / "memory" / "user.md").write_text("u" * 1375 + "\n")
-    assert "# user.md (1,375 of 1,375 characters)" in service.block().text
+    assert "# user.md (1,375 of 1,375 characters)" in served_block(service.memory).text
 
 
 def test_the_starter_soul_is_in_a_new_block(service: Memoryd) -> None:
-    text = service.block().text
+    text = served_block(service.memory).text
     assert text.startswith("# soul.md\n\nYou are a personal assistant")
     assert "# memory.md (0 of 2,200 characters)\n\n(empty)" in text
 
 
 def test_a_write_reaches_the_next_block_not_the_one_already_served(service: Memoryd) -> None:
-    before = service.block().text
-    assert service.writer.memory(OWNER, _add("memory", "Owner prefers UTC.")).ok
-    after = service.block().text
+    before = served_block(service.memory).text
+    assert service.memory.writer.memory(OWNER, _add("memory", "Owner prefers UTC.")).ok
+    after = served_block(service.memory).text
     assert "Owner prefers UTC." not in before
     assert "Owner prefers UTC." in after
 
@@ -62,7 +64,7 @@ def test_a_write_reaches_the_next_block_not_the_one_already_served(service: Memo
 def test_the_check_reruns_on_building_the_block(home: Path, service: Memoryd, rule: str) -> None:
     entry = FAILING[rule]
     (home / "memory" / "memory.md").write_text(f"Kept entry.\n§\n{entry}\n")
-    block = service.block()
+    block = served_block(service.memory)
     assert "Kept entry." in block.text
     assert entry not in block.text
     assert [(item.file, item.rule) for item in block.left_out] == [("memory.md", rule)]
@@ -84,7 +86,7 @@ def test_over_the_limit_refuses_the_block(home: Path, service: Memoryd) -> None:
 def test_soul_over_its_limit_refuses_the_block(home: Path, service: Memoryd) -> None:
     (home / "memory" / "soul.md").write_text("s" * 4001)
     with pytest.raises(MemoryUnavailable, match=r"soul\.md is 4,001 of 4,000"):
-        service.block()
+        served_block(service.memory)
 
 
 def test_unreadable_file_refuses_the_block(home: Path, service: Memoryd) -> None:
@@ -92,24 +94,24 @@ def test_unreadable_file_refuses_the_block(home: Path, service: Memoryd) -> None
     user.unlink()
     user.mkdir()  # unreadable as a file, even for root
     with pytest.raises(MemoryUnavailable, match=r"user\.md is unreadable"):
-        service.block()
+        served_block(service.memory)
 
 
 def test_a_file_that_is_not_utf8_refuses_the_block(home: Path, service: Memoryd) -> None:
     (home / "memory" / "user.md").write_bytes(b"caf\xe9\n")
     with pytest.raises(MemoryUnavailable, match=r"user.md is unreadable: not UTF-8 at byte 3"):
-        service.block()
+        served_block(service.memory)
 
 
 def test_a_missing_file_refuses_the_block(home: Path, service: Memoryd) -> None:
     (home / "memory" / "memory.md").unlink()
     with pytest.raises(MemoryUnavailable, match=r"memory\.md is unreadable"):
-        service.block()
+        served_block(service.memory)
 
 
 def test_hand_edited_bom_and_crlf(home: Path, service: Memoryd) -> None:
     (home / "memory" / "memory.md").write_bytes("\ufeffOne.\r\n§\r\nTwo.\r\n".encode())
-    assert "# memory.md (11 of 2,200 characters)\n\nOne.\n§\nTwo." in service.block().text
+    assert "# memory.md (11 of 2,200 characters)\n\nOne.\n§\nTwo." in served_block(service.memory).text
 
 
 def _add(file: str, text: str) -> object:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from boxmaker.memoryd import sentences
+from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
-from boxmaker.memoryd.dream.dream import maintenance_job, parse
+from boxmaker.memoryd.dream.actions import maintenance_job, parse
 from boxmaker.memoryd.items.store import fold
 from boxmaker.memoryd.sentences import dream as dream_sentences
 from boxmaker.memoryd.service import Memoryd
@@ -137,7 +138,9 @@ def memoryd(home: Path, clock: Clock) -> Iterator[Memoryd]:
 
 def ask(memory: Memoryd, session: str, untrusted: bool = False, **arguments: Any) -> ToolResponse:
     request = ToolRequest(session=session, call_id="c1", tool="memory", arguments=arguments)
-    return memory.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted))
+    return memory_tool.call(
+        memory.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted)
+    )
 
 
 def test_a_chat_session_is_refused_every_maintenance_action(memoryd: Memoryd) -> None:
@@ -170,7 +173,7 @@ def test_dream_input_with_nothing_archived_says_so_and_journals_a_skip(home: Pat
     answer = ask(memoryd, RUN, action="dream-input")
     assert answer.output == dream_sentences.dream_nothing("there is no archive yet")
     assert answer.label is None
-    lines = list(memoryd.journal.entries_newest_first())
+    lines = list(memoryd.memory.journal.entries_newest_first())
     assert lines[0]["action"] == "autodream-skip"
     assert "events" not in lines[0]
 
@@ -178,7 +181,7 @@ def test_dream_input_with_nothing_archived_says_so_and_journals_a_skip(home: Pat
 def test_mark_and_supersede_refuse_what_the_rules_forbid(home: Path, memoryd: Memoryd) -> None:
     write_job(home, "dream", True, "started")
     assert ask(memoryd, "chat-a", action="note", text="lesson one").code == "noted"
-    [one] = memoryd.items.items()
+    [one] = memoryd.memory.items.items()
     assert ask(memoryd, RUN, action="mark", id=one, status="stale").code == "refused:denied"
     assert ask(memoryd, RUN, action="mark", id=one, status="active").code == "refused:arguments"
     assert (
@@ -188,7 +191,7 @@ def test_mark_and_supersede_refuse_what_the_rules_forbid(home: Path, memoryd: Me
     assert ask(memoryd, RUN, action="merge", ids=[one, one], text="x").code == "refused:arguments"
     assert ask(memoryd, RUN, action="cool", id=one).code == "ok"
     assert ask(memoryd, RUN, action="cool", id=one).code == "refused:status"
-    assert memoryd.items.items()[one].cooled
+    assert memoryd.memory.items.items()[one].cooled
 
 
 def test_the_dream_section_is_checked(tmp_path: Path) -> None:
@@ -215,7 +218,7 @@ def test_assign_runs_the_whole_write_check_on_topic_and_triggers(
 ) -> None:
     write_job(home, "dream", True, "started")
     assert ask(memoryd, "chat-a", action="note", text="lesson one").code == "noted"
-    [one] = memoryd.items.items()
+    [one] = memoryd.memory.items.items()
     arguments = {"topic": "backups", "triggers": ["disk full"]}
     arguments[field] = value if field == "topic" else ["disk full", value]
     answer = ask(memoryd, RUN, action="assign", id=one, **arguments)
@@ -225,7 +228,7 @@ def test_assign_runs_the_whole_write_check_on_topic_and_triggers(
         assert answer.code == code
     assert f"the field `{field}`" in answer.output
     assert value not in answer.output
-    item = memoryd.items.items()[one]
+    item = memoryd.memory.items.items()[one]
     assert item.topic is None
     assert item.triggers == ()
     index = (
@@ -241,8 +244,9 @@ def test_assign_runs_the_whole_write_check_on_topic_and_triggers(
 def _undistilled(memoryd: Memoryd) -> int:
     """What review's archive section counts (only that section: the whole plan compares texts)."""
     from boxmaker.memoryd.review import plan
+    from boxmaker.memoryd.review import sections as review_sections
 
-    archive = plan._archive(plan.gather(memoryd)).data()
+    archive = review_sections._archive(plan.gather(memoryd.memory.writer, memoryd.memory.controls)).data()
     return sum(int(r["items_count"]) for r in archive["rows"])
 
 
@@ -270,19 +274,19 @@ def test_items_archived_after_a_days_pass_are_still_distilled(home: Path, memory
 
 
 def test_dream_input_is_bounded_and_pages_through(home: Path, memoryd: Memoryd) -> None:
-    """A big archive: each call shows at most dream.INPUT_ITEMS items and about INPUT_CHARS characters,
+    """A big archive: each call shows at most inputs.INPUT_ITEMS items and about INPUT_CHARS characters,
     says how many more remain, and counts only the shown ones as distilled."""
     from item_helpers import commit_events
 
-    from boxmaker.memoryd.dream import dream
+    from boxmaker.memoryd.dream import inputs
     from boxmaker.memoryd.items import store as items_mod
     from boxmaker.proto.labels import Label
 
     write_job(home, "dream", True, "started")
     total = 150
-    day = memoryd.now().date()
+    day = memoryd.memory.now().date()
     events: list[dict[str, Any]] = []
-    stamp = memoryd.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = memoryd.memory.now().strftime("%Y-%m-%dT%H:%M:%SZ")
     for n in range(1, total + 1):
         events.append(
             items_mod.capture_event(
@@ -312,8 +316,8 @@ def test_dream_input_is_bounded_and_pages_through(home: Path, memoryd: Memoryd) 
             break
         part = answer.output.split("## State subjects")[0]
         now = [i for i in ids if i in part]
-        assert 1 <= len(now) <= dream.INPUT_ITEMS
-        assert len(part) < dream.INPUT_CHARS + 1_000
+        assert 1 <= len(now) <= inputs.INPUT_ITEMS
+        assert len(part) < inputs.INPUT_CHARS + 1_000
         assert len(answer.output) < 30_000
         assert not set(now) & set(seen)
         seen += now
@@ -348,7 +352,7 @@ def test_staging_refuses_invalid_actions_at_once_and_stages_only_valid_ones(
     try:
         write_job(home, "dream", True, "started")
         assert ask(memory, "chat-a", action="note", text="lesson one").code == "noted"
-        [one] = memory.items.items()
+        [one] = memory.memory.items.items()
         assert ask(memory, RUN, action="mark", id=one, status="stale").code == "refused:denied"
         assert ask(memory, RUN, action="cool", id="mem-2020-01-01-001").code.startswith("refused:")
         assert ask(memory, RUN, action="supersede", old=one, new=one).code.startswith("refused:")
@@ -360,7 +364,7 @@ def test_staging_refuses_invalid_actions_at_once_and_stages_only_valid_ones(
         )
         good = ask(memory, RUN, action="cool", id=one)
         assert good.code == sentences.STAGED, good
-        assert not memory.items.items()[one].cooled  # staged, not applied
+        assert not memory.memory.items.items()[one].cooled  # staged, not applied
         lines = (home / "memory" / "dream" / f"{RUN}.jsonl").read_text(encoding="utf-8").splitlines()
         assert [json.loads(x)["arguments"]["action"] for x in lines] == ["cool"]
     finally:
@@ -371,7 +375,7 @@ def test_recall_framing_says_merged_into_and_cooled_and_review_prefers_the_conso
     from types import SimpleNamespace
 
     from boxmaker.memoryd.index import skeptic
-    from boxmaker.memoryd.review import plan
+    from boxmaker.memoryd.review import sections as review_sections
 
     a, b, m, c = "mem-2026-09-20-001", "mem-2026-09-22-001", "mem-2026-09-24-001", "mem-2026-09-24-002"
     rule = "Always check the backup disks before the weekly run."
@@ -399,7 +403,7 @@ def test_recall_framing_says_merged_into_and_cooled_and_review_prefers_the_conso
     assert skeptic.status_text(items[m], None) == "active"
     visible = list(items.values())
     inputs = SimpleNamespace(identity={}, withdrawn_entries=frozenset(), soul="", conventions=None)
-    boundary = plan._boundary(visible, inputs)  # type: ignore[arg-type]
+    boundary = review_sections._boundary(visible, inputs)  # type: ignore[arg-type]
     assert [r["id"] for r in boundary.rows] == [m]
-    topics = [r["topic"] for r in plan._triggers(visible).rows]
+    topics = [r["topic"] for r in review_sections._triggers(visible).rows]
     assert "topics/tenrecs.md" not in topics

@@ -7,9 +7,14 @@ import hashlib
 import json
 from typing import Any
 
-from boxmaker.memoryd.erase import erase
+from boxmaker.memoryd import tool as memory_tool
+from boxmaker.memoryd.bundle.transfer import export
+from boxmaker.memoryd.erase import run
 from boxmaker.memoryd.files.notes import parse
-from boxmaker.memoryd.sentences import erasure
+from boxmaker.memoryd.items.replay import replay_into
+from boxmaker.memoryd.items.store import ItemStore
+from boxmaker.memoryd.memory import excluded
+from boxmaker.memoryd.sentences import Refusal, erasure
 from boxmaker.memoryd.write.actions import Add
 from boxmaker.memoryd.write.writer import Caller
 from boxmaker.proto.labels import DataClass, Label
@@ -19,14 +24,14 @@ TEXT = "The alarm code is HERON-4410-BISON"
 
 def test_a_session_erasure_scrubs_memoryd_files_and_keeps_note_positions(service: Any) -> None:
     label = Label(DataClass.PRIVATE, False)
-    service.writer.note(Caller("chat-gone", "c1", label), TEXT, "note")
-    service.writer.note(Caller("chat-kept", "c2", label), "The kettle is blue.", "note")
-    service.writer.memory(Caller("chat-gone", "c3", label), Add(file="user", text=f"{TEXT}."))
-    service.recaller.recall("alarm code HERON", 5, "chat-kept")
+    service.memory.writer.note(Caller("chat-gone", "c1", label), TEXT, "note")
+    service.memory.writer.note(Caller("chat-kept", "c2", label), "The kettle is blue.", "note")
+    service.memory.writer.memory(Caller("chat-gone", "c3", label), Add(file="user", text=f"{TEXT}."))
+    service.memory.recaller.recall("alarm code HERON", 5, "chat-kept")
     memory_dir = service.config.layout.memory
-    keys = [n.key for n in parse(service.store.read_notes())]
+    keys = [n.key for n in parse(service.memory.store.read_notes())]
 
-    planned = erase.plan(service, {"sessions": ["chat-gone"], "texts": [], "reserve": True})
+    planned = run.plan(service.memory.holdings, {"sessions": ["chat-gone"], "texts": [], "reserve": True})
     assert isinstance(planned, dict)
     assert TEXT in planned["texts"]
     rows = {h["holder_ref"]: h["holds"] for h in planned["holders"]}
@@ -39,9 +44,9 @@ def test_a_session_erasure_scrubs_memoryd_files_and_keeps_note_positions(service
         "erasure_id": planned["erasure_id"],
         "holders": [],
     }
-    tombstone = erase.execute(service, args)
+    tombstone = run.execute(service.memory.holdings, args)
     assert isinstance(tombstone, dict)
-    notes = parse(service.store.read_notes())
+    notes = parse(service.memory.store.read_notes())
     assert [n.key for n in notes] == keys  # positions and header times stay
     assert notes[0].text == f"[erased {tombstone['erasure_id']}]"
     assert notes[1].text == "The kettle is blue."
@@ -60,18 +65,18 @@ def test_a_session_erasure_scrubs_memoryd_files_and_keeps_note_positions(service
     stored = (memory_dir / "erasures.jsonl").read_text(encoding="ascii")
     assert hashlib.sha256(TEXT.encode()).hexdigest() not in stored
     assert json.loads(stored)["holders"][0]["holder_ref"] == "memory/items.jsonl"
-    journal = service.journal.entries_newest_first()
+    journal = service.memory.journal.entries_newest_first()
     last = next(journal)
     assert last["action"] == "erase"
     assert last["tombstone"] == tombstone
-    assert erase.execute(service, args) == erasure.ERASE_ID_TAKEN  # an id is used once
+    assert run.execute(service.memory.holdings, args) == erasure.ERASE_ID_TAKEN  # an id is used once
 
 
 def test_an_authority_that_is_a_sentence_is_refused(service: Any) -> None:
-    planned = erase.plan(service, {"sessions": ["chat-x"], "reserve": True})
+    planned = run.plan(service.memory.holdings, {"sessions": ["chat-x"], "reserve": True})
     assert isinstance(planned, dict)
-    refused = erase.execute(
-        service,
+    refused = run.execute(
+        service.memory.holdings,
         {"sessions": ["chat-x"], "authority": "because I said so", "erasure_id": planned["erasure_id"]},
     )
     assert refused == erasure.ERASE_AUTHORITY
@@ -80,23 +85,23 @@ def test_an_authority_that_is_a_sentence_is_refused(service: Any) -> None:
 
 def test_a_rerun_on_an_erased_item_is_refused_naming_the_holders_not_completed(service: Any) -> None:
     label = Label(DataClass.PRIVATE, False)
-    service.writer.note(Caller("chat-a", "c1", label), TEXT, "note")
-    item = next(iter(erase.ItemStore(service.config.layout.memory).items()))
+    service.memory.writer.note(Caller("chat-a", "c1", label), TEXT, "note")
+    item = next(iter(ItemStore(service.config.layout.memory).items()))
     live = {
         "holder_ref": "sessions/",
         "result": "partially-completed",
         "limitation_ref": "live-session-context",
     }
-    planned = erase.plan(service, {"items": [item], "reserve": True})
+    planned = run.plan(service.memory.holdings, {"items": [item], "reserve": True})
     assert isinstance(planned, dict)
-    first = erase.execute(
-        service,
+    first = run.execute(
+        service.memory.holdings,
         {"items": [item], "authority": "t-1", "erasure_id": planned["erasure_id"], "holders": [live]},
     )
     assert isinstance(first, dict)
     files = {p: p.read_bytes() for p in service.config.layout.memory.rglob("*") if p.is_file()}
-    again = erase.plan(service, {"items": [item], "reserve": True})
-    assert isinstance(again, erase.Refusal)
+    again = run.plan(service.memory.holdings, {"items": [item], "reserve": True})
+    assert isinstance(again, Refusal)
     assert again.code == "refused:erased"
     assert again.sentence == (
         f"refused (erased): item {item} was erased by {first['erasure_id']} and its text is no longer "
@@ -108,11 +113,13 @@ def test_a_rerun_on_an_erased_item_is_refused_naming_the_holders_not_completed(s
 
 
 def test_a_session_nothing_holds_is_refused_without_a_tombstone(service: Any) -> None:
-    refused = erase.plan(service, {"sessions": ["chat-nonexist"], "held": [], "reserve": True})
-    assert isinstance(refused, erase.Refusal)
+    refused = run.plan(service.memory.holdings, {"sessions": ["chat-nonexist"], "held": [], "reserve": True})
+    assert isinstance(refused, Refusal)
     assert refused.sentence == "refused (not-found): nothing of chat-nonexist is held; nothing was erased"
     # brokerd (an audit line) holding it is enough
-    assert isinstance(erase.plan(service, {"sessions": ["chat-nonexist"], "held": ["chat-nonexist"]}), dict)
+    assert isinstance(
+        run.plan(service.memory.holdings, {"sessions": ["chat-nonexist"], "held": ["chat-nonexist"]}), dict
+    )
     assert not (service.config.layout.memory / "erasures.jsonl").exists()
 
 
@@ -120,23 +127,23 @@ def test_exports_outside_the_home_are_unevaluated_and_inside_are_scrubbed(
     service: Any, tmp_path: Any
 ) -> None:
     label = Label(DataClass.PRIVATE, False)
-    service.writer.note(Caller("chat-exp", "c1", label), TEXT, "note")
+    service.memory.writer.note(Caller("chat-exp", "c1", label), TEXT, "note")
     outside = tmp_path / "outside" / "bundle.json"
     outside.parent.mkdir()
     inside = service.config.home / "bundle.json"
-    assert not isinstance(service.export(outside, False), erase.Refusal)
-    assert not isinstance(service.export(inside, False), erase.Refusal)
+    assert not isinstance(export(service.memory.writer, excluded(service.memory), outside, False), Refusal)
+    assert not isinstance(export(service.memory.writer, excluded(service.memory), inside, False), Refusal)
     assert b"HERON" in outside.read_bytes()
     assert b"HERON" in inside.read_bytes()
-    planned = erase.plan(service, {"sessions": ["chat-exp"], "reserve": True})
+    planned = run.plan(service.memory.holdings, {"sessions": ["chat-exp"], "reserve": True})
     assert isinstance(planned, dict)
     exports = [h for h in planned["holders"] if h["holder_ref"].startswith("export:")]
     assert sorted((h["result"], h["limitation_ref"]) for h in exports) == [
         ("completed", None),
         ("unevaluated", "outside-home"),
     ]
-    tombstone = erase.execute(
-        service,
+    tombstone = run.execute(
+        service.memory.holdings,
         {"sessions": ["chat-exp"], "authority": "t-3", "erasure_id": planned["erasure_id"], "holders": []},
     )
     assert isinstance(tombstone, dict)
@@ -157,8 +164,8 @@ def test_feedback_and_proposals_citing_an_erased_item_lose_their_free_text(
     from boxmaker.proto.messages import MemoryCall, ToolRequest
 
     label = Label(DataClass.PRIVATE, False)
-    service.writer.note(Caller("chat-a", "c1", label), TEXT, "note")
-    item = next(iter(erase.ItemStore(service.config.layout.memory).items()))
+    service.memory.writer.note(Caller("chat-a", "c1", label), TEXT, "note")
+    item = next(iter(ItemStore(service.config.layout.memory).items()))
     event = {
         "event_id": "memfb-2026-09-24-001",
         "retrieval_ref": "memret-2026-09-24-001",
@@ -167,7 +174,7 @@ def test_feedback_and_proposals_citing_an_erased_item_lose_their_free_text(
         "outcome": "The heron alarm code was stale",
         "action_or_decision": "Typed the heron code at the door",
     }
-    service.journal.commit(metamemory.change(event, "owner", "", False))
+    service.memory.journal.commit(metamemory.change(event, "owner", "", False))
     request = ToolRequest(
         session="chat-b",
         call_id="c2",
@@ -181,10 +188,17 @@ def test_feedback_and_proposals_citing_an_erased_item_lose_their_free_text(
             "risk": "People forget the heron code.",
         },
     )
-    assert service.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False)).code == "ok"
-    planned = erase.plan(service, {"items": [item], "reserve": True})
+    assert (
+        memory_tool.call(
+            service.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False)
+        ).code
+        == "ok"
+    )
+    planned = run.plan(service.memory.holdings, {"items": [item], "reserve": True})
     assert isinstance(planned, dict)
-    done = erase.execute(service, {"items": [item], "authority": "t-1", "erasure_id": planned["erasure_id"]})
+    done = run.execute(
+        service.memory.holdings, {"items": [item], "authority": "t-1", "erasure_id": planned["erasure_id"]}
+    )
     assert isinstance(done, dict)
     mark = f"[erased {planned['erasure_id']}]"
     memory = service.config.layout.memory
@@ -196,7 +210,7 @@ def test_feedback_and_proposals_citing_an_erased_item_lose_their_free_text(
     assert (proposal["proposed_change"], proposal["expected_benefit"], proposal["risk"]) == (mark, mark, mark)
     journal = "".join(p.read_text() for p in (memory / "edits").glob("*.jsonl"))
     assert "heron" not in journal.lower()
-    replayed = service.replay_into(tmp_path / "replayed")
+    replayed = replay_into(service.memory.journal, tmp_path / "replayed", service.memory.exclusion_for)
     assert isinstance(replayed, list)
     for name in ("feedback.jsonl", "proposals.jsonl"):
         assert (tmp_path / "replayed" / name).read_bytes() == (memory / name).read_bytes()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.index.query import build
 from boxmaker.memoryd.service import Memoryd
@@ -26,7 +27,7 @@ def call(
     taint: DataClass = DataClass.PRIVATE,
 ) -> ToolResponse:
     request = ToolRequest(session=session, call_id="call-1", tool=tool, arguments=arguments)
-    return service.call(MemoryCall(request=request, taint=taint, untrusted=untrusted))
+    return memory_tool.call(service.memory, MemoryCall(request=request, taint=taint, untrusted=untrusted))
 
 
 def recall(service: Memoryd, query: str, k: int = 10) -> ToolResponse:
@@ -173,7 +174,7 @@ def test_catch_up_from_progress_reads_only_new_records(home: Path, service: Memo
     write_log(home, "chat-progress", [record("user", content="echo two")])
     service.handle("session_updated", SessionUpdated(session="chat-progress"))
     service.handle("session_updated", SessionUpdated(session="chat-progress"))
-    conn = sqlite3.connect(service.index.path)
+    conn = sqlite3.connect(service.memory.index.path)
     keys = [
         row[0] for row in conn.execute("SELECT data ->> 0 FROM sources WHERE data ->> 3 = 'chat-progress'")
     ]
@@ -219,7 +220,7 @@ def test_unparseable_log_is_skipped_with_a_log_line(
         handle.write('{"type":"nonsense"}\n')
     write_log(home, "chat-broken", [record("user", content="juliet after the damage")])
     write_log(home, "chat-other", [start(), record("user", content="kilo elsewhere")])
-    service.index.catch_up_all()
+    service.memory.index.catch_up_all()
     assert "india" in recall(service, "india").output
     assert recall(service, "juliet").output == '(no matches for "juliet")'
     assert "kilo" in recall(service, "kilo").output
@@ -239,7 +240,7 @@ def test_reindex_equals_incremental_index(logged: Memoryd, home: Path) -> None:
     logged.handle("session_updated", SessionUpdated(session="chat-second"))
 
     def snapshot() -> list[tuple[Any, ...]]:
-        conn = sqlite3.connect(logged.index.path)
+        conn = sqlite3.connect(logged.memory.index.path)
         rows = conn.execute("SELECT data FROM sources ORDER BY data ->> 0")
         result = list(rows)
         conn.close()
@@ -368,7 +369,7 @@ def test_cjk_text_is_found(home: Path, service: Memoryd) -> None:
 
 
 def test_query_with_no_letters_answers_without_sqlite(logged: Memoryd) -> None:
-    logged.index.close()  # a call to SQLite would now fail
+    logged.memory.index.close()  # a call to SQLite would now fail
     for query in ("*", "   ", "😀🚀", '"" ^ -'):
         assert recall(logged, query).output == f'(no matches for "{query}")'
 
@@ -484,9 +485,9 @@ def test_session_updated_during_warm_up_is_not_lost(home: Path, clock: Clock) ->
     try:
         write_log(home, "chat-late", [start(), record("user", content="uniform arrives while warming")])
         memory.handle("session_updated", SessionUpdated(session="chat-late"))
-        assert memory.index.wait_ready(60)
+        assert memory.memory.index.wait_ready(60)
         assert "uniform arrives" in recall(memory, "uniform").output
-        assert memory.index.counts().records == 40 * 50 + 1
+        assert memory.memory.index.counts().records == 40 * 50 + 1
     finally:
         memory.close()
 
@@ -500,7 +501,7 @@ def test_a_note_deleted_by_hand_is_not_recalled(home: Path, service: Memoryd) ->
     out = recall(service, "quetzal").output
     assert "keeper" in out
     assert "secret-ish" not in out
-    assert service.index.counts().notes == 1
+    assert service.memory.index.counts().notes == 1
     call(service, "memory", {"action": "note", "text": "quetzal third"})
     out = recall(service, "quetzal").output
     assert "keeper" in out
@@ -555,10 +556,10 @@ def test_notes_written_during_reindex_and_recall_are_each_indexed_once(service: 
         for worker in workers:
             worker.join()
     assert not errors
-    assert service.index.counts().notes == 60
+    assert service.memory.index.counts().notes == 60
     found = recall(service, "walrus", k=10)
     assert found.output.count("walrus note") == 10
-    conn = sqlite3.connect(service.index.path)
+    conn = sqlite3.connect(service.memory.index.path)
     keys = [row[0] for row in conn.execute("SELECT data ->> 0 FROM sources WHERE kind = 'note'")]
     conn.close()
     assert sorted(int(k.split("/")[1]) for k in keys) == list(range(60))
@@ -632,7 +633,7 @@ def test_a_huge_log_is_read_in_chunks(home: Path, service: Memoryd) -> None:
         service.handle("session_updated", SessionUpdated(session="chat-huge"))
     finally:
         indexdb.CHUNK_BYTES = old
-    assert service.index.counts().records == 3000
+    assert service.memory.index.counts().records == 3000
     assert "whiskey 2999" in recall(service, "whiskey 2999").output
 
 
@@ -672,16 +673,16 @@ def test_status_and_writes_go_between_the_batches_of_a_catch_up(
         return original(self, *args)
 
     monkeypatch.setattr(indexdb.IndexDB, "_collect", slow_collect)
-    catching = threading.Thread(target=service.index.catch_up_all)
+    catching = threading.Thread(target=service.memory.index.catch_up_all)
     catching.start()
     try:
         assert paused.wait(10)
-        assert service.index.counts().logs == 0  # status does not wait for the catch-up
+        assert service.memory.index.counts().logs == 0  # status does not wait for the catch-up
         assert call(service, "memory", {"action": "note", "text": "written meanwhile"}).code == "noted"
     finally:
         go.set()
         catching.join()
-    assert service.index.counts().logs == 3
+    assert service.memory.index.counts().logs == 3
     assert "written meanwhile" in recall(service, "meanwhile").output
 
 
@@ -692,9 +693,9 @@ def test_a_shrunk_log_rebuilds_in_the_background(home: Path, service: Memoryd) -
     service.handle("session_updated", SessionUpdated(session="chat-shrink"))
     path.write_text("\n".join(path.read_text().split("\n")[:5]) + "\n")
     service.handle("session_updated", SessionUpdated(session="chat-shrink"))
-    for thread in service.index._background:
+    for thread in service.memory.index._background:
         thread.join(30)
-    assert service.index.counts().records == 4
+    assert service.memory.index.counts().records == 4
 
 
 def test_commands_that_take_no_arg_refuse_one(service: Memoryd) -> None:
@@ -715,7 +716,7 @@ def test_a_question_of_common_words_ranks_the_newest_rows_that_hold_them(
     rows = [record("user", content=f"ann said hello number {i}") for i in range(BUDGET + 600)]
     write_log(home, "chat-common", [start(), *rows])
     service.handle("session_updated", SessionUpdated(session="chat-common"))
-    with service.index.readers.reading() as conn:
+    with service.memory.index.readers.reading() as conn:
         [(_, lowest)] = plan(conn, build("ann hello"))
     assert lowest > 600  # only the newest rows are scored
     out = recall(service, "ann hello", k=3).output
@@ -735,4 +736,4 @@ def test_a_note_deleted_by_hand_then_a_write_is_not_recalled(home: Path, service
     out = recall(service, "durian").output
     assert "durian three" not in out
     assert "durian five" in out
-    assert service.index.counts().notes == 3
+    assert service.memory.index.counts().notes == 3

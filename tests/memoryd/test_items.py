@@ -329,7 +329,7 @@ def test_a_capture_through_the_service_finds_its_record(home: Path, service: Mem
     )
     assert isinstance(reply, ToolResponse)
     assert reply.code == "noted"
-    [item] = service.writer.items.items().values()
+    [item] = service.memory.writer.items.items().values()
     assert item.source == "sessions/chat-s/0.jsonl#3"
 
 

@@ -15,6 +15,7 @@ from boxmaker.memoryd.index import retrievals
 from boxmaker.memoryd.items.store import fold, read_events
 from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.review import plan
+from boxmaker.memoryd.review import sections as review_sections
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryAdmin
 from conftest import Clock, record, start, write_log
@@ -85,7 +86,7 @@ def test_checklist_13_outcome_recorded_without_rewriting_source(
     }
     assert (home / "memory" / "items.jsonl").read_bytes() == items_before
     assert fold(read_events(home / "memory" / "items.jsonl")) == fold_before
-    [journalled] = [e for e in service.journal.entries_newest_first() if e.get("action") == "feedback"]
+    [journalled] = [e for e in service.memory.journal.entries_newest_first() if e.get("action") == "feedback"]
     assert journalled["feedback"] == [event]
     assert "events" not in journalled
     listed = service.handle("memory_admin", MemoryAdmin(command="feedback-of", arg=ident))
@@ -209,10 +210,14 @@ def test_checklist_14_one_outcome_cannot_change_the_constitution(
         for name in ("soul.md", "memory.md", "user.md", "items.jsonl")
     }
     assert owner_feedback(service, retrieval=retrieval, verdict="misleading").data["code"] == "ok"
-    sections = {s.name: s for s in plan.build(plan.gather(service))}
+    sections = {
+        s.name: s for s in review_sections.build(plan.gather(service.memory.writer, service.memory.controls))
+    }
     assert sections["misleading"].rows == []
     assert feedback(service, retrieval=retrieval, verdict="misleading").code == "ok"
-    sections = {s.name: s for s in plan.build(plan.gather(service))}
+    sections = {
+        s.name: s for s in review_sections.build(plan.gather(service.memory.writer, service.memory.controls))
+    }
     [row] = sections["misleading"].rows
     assert (row["id"], row["misleading"], row["misleading_by_owner"], row["candidate"]) == (
         ident,
@@ -221,7 +226,7 @@ def test_checklist_14_one_outcome_cannot_change_the_constitution(
         "proposal",
     )
     assert {name: (home / "memory" / name).read_bytes() for name in hot} == hot
-    item = service.items.get(ident)
+    item = service.memory.items.get(ident)
     assert item is not None
     assert (item.status, item.confidence) == ("active", None)
 

@@ -10,7 +10,7 @@ from typing import Any
 from item_helpers import commit_events, stamp
 from test_skeptic import note
 
-from boxmaker.memoryd.review import plan
+from boxmaker.memoryd.review import sections as review_sections
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write import itemops
 from boxmaker.memoryd.write.writer import OWNER
@@ -48,7 +48,7 @@ def test_checklist_9_review_plans_before_deletion(home: Path, service: Memoryd, 
     note(service, "Restart the okapi service after upgrades.")
     note(service, "restart the okapi service, after upgrades!")
     pending = note(service, "The old okapi mirror is slow.")
-    assert itemops.set_status(service.writer, pending, "pending-cleanup", OWNER).ok
+    assert itemops.set_status(service.memory.writer, pending, "pending-cleanup", OWNER).ok
     withdrawn = note(service, "A failed okapi idea.")
     admin(service, "withdraw", items=[withdrawn], reason="failed-exploration")
     with (home / "memory" / "notes.md").open("a") as handle:
@@ -124,8 +124,8 @@ def test_archive_counts_what_no_autodream_line_showed(service: Memoryd, clock: C
     entry["ids"] = [first]
     from boxmaker.memoryd.files.journal import Change
 
-    with service.writer.lock:
-        service.journal.commit(Change(entry))
+    with service.memory.writer.lock:
+        service.memory.journal.commit(Change(entry))
     assert sections(service)["archive"]["rows"] == []
     clock.advance(minutes=1)
     later = note(service, "The tenrec note two.")
@@ -137,7 +137,7 @@ def test_archive_counts_what_no_autodream_line_showed(service: Memoryd, clock: C
 def test_items_missing_source_are_schema_drift(service: Memoryd) -> None:
     from boxmaker.memoryd.items import store as items
 
-    ident = service.items.next_id(service.now().date())
+    ident = service.memory.items.next_id(service.memory.now().date())
     event = items.capture_event(
         ident=ident, time=stamp(service), kind="knowledge", subject=None, scope=None, confidence=None,
         text="An imported fact without a Source.", label=OWNER.label, source="", session="owner", call="",
@@ -160,7 +160,7 @@ def test_reconcile_by_the_owner_only_and_journalled(service: Memoryd, clock: Clo
     ]:
         assert admin(service, "reconcile", subject, keep=keep).data["code"] == code
     session = itemops.Caller("chat-x", "c1", OWNER.label)
-    assert itemops.reconcile(service.writer, "jump", a, session).code == "refused:denied"
+    assert itemops.reconcile(service.memory.writer, "jump", a, session).code == "refused:denied"
     assert b"".join(p.read_bytes() for p in sorted((home / "memory" / "edits").glob("*.jsonl"))) == journal
     done = admin(service, "reconcile", "jump", keep=a)  # the owner may keep the older value
     assert done.data["code"] == "ok"
@@ -168,16 +168,16 @@ def test_reconcile_by_the_owner_only_and_journalled(service: Memoryd, clock: Clo
         done.text
         == f"reconciled jump: {a} is the current value; {b}, {c} are superseded by it and stay as history"
     )
-    found = service.items.items()
+    found = service.memory.items.items()
     assert (found[a].status, found[b].superseded_by, found[c].superseded_by) == ("active", a, a)
-    line = service.journal.find(done.data["edit"])
+    line = service.memory.journal.find(done.data["edit"])
     assert line is not None
     assert line["action"] == "reconcile"
     assert len(line["events"]) == 2
     assert admin(service, "reconcile", "jump", keep=a).data["code"] == "refused:status"
     # status changes by the owner are journalled too
     status = admin(service, "item-status", a, status="stale")
-    assert service.journal.find(status.data["edit"])["action"] == "status"  # type: ignore[index]
+    assert service.memory.journal.find(status.data["edit"])["action"] == "status"  # type: ignore[index]
 
 
 def test_reconcile_never_keeps_an_untrusted_value_over_a_trusted_one(service: Memoryd, clock: Clock) -> None:
@@ -186,19 +186,19 @@ def test_reconcile_never_keeps_an_untrusted_value_over_a_trusted_one(service: Me
     tainted = note(service, "DNS is 6.6.6.6.", "chat-web", True, kind="state", subject="dns")
     assert admin(service, "reconcile", "dns", keep=tainted).data["code"] == "refused:tainted"
     assert admin(service, "reconcile", "dns", keep=trusted).data["code"] == "ok"
-    assert plan.INDEX_LINES == 200
+    assert review_sections.INDEX_LINES == 200
 
 
 def test_review_of_a_large_home_is_bounded_per_section(service: Memoryd) -> None:
     """3,000 pending-cleanup, archived, identical knowledge items that read like rules: every section
-    shows at most plan.SHOWN rows and counts the rest, so the reply stays far under the frame limit."""
+    shows at most sections.SHOWN rows and counts the rest, so the reply stays far under the frame limit."""
     import msgspec
 
     from boxmaker.memoryd.items import store as items_mod
     from boxmaker.proto.labels import DataClass, Label
 
     total, body = 3000, "Always rotate the backup disks before the weekly run. " * 25
-    day = service.now().date()
+    day = service.memory.now().date()
     events: list[dict[str, Any]] = []
     for n in range(1, total + 1):
         ident = f"mem-{day:%Y-%m-%d}-{n:03d}"
@@ -230,13 +230,13 @@ def test_review_of_a_large_home_is_bounded_per_section(service: Memoryd) -> None
     pending = found["pending-cleanup"]
     assert (pending["count"], len(pending["rows"]), pending["more"]) == (
         total,
-        plan.SHOWN,
-        total - plan.SHOWN,
+        review_sections.SHOWN,
+        total - review_sections.SHOWN,
     )
     assert pending["see"] == "bxctl memory items --status pending-cleanup"
     assert "   - … and 2,980 more; see bxctl memory items --status pending-cleanup" in reply.text
     assert found["duplicates"]["count"] == total - 1  # each pairs with the first of its text
     [archive] = found["archive"]["rows"]
-    assert (len(archive["items"]), archive["items_count"]) == (plan.ROW_IDS, total)
+    assert (len(archive["items"]), archive["items_count"]) == (review_sections.ROW_IDS, total)
     for section in found.values():
-        assert len(section["rows"]) <= plan.SHOWN
+        assert len(section["rows"]) <= review_sections.SHOWN

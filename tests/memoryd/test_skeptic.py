@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write import itemops
@@ -25,7 +26,9 @@ def call(
     call_id: str = "call-1",
 ) -> ToolResponse:
     request = ToolRequest(session=session, call_id=call_id, tool=tool, arguments=arguments)
-    return service.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted))
+    return memory_tool.call(
+        service.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted)
+    )
 
 
 def note(
@@ -33,7 +36,7 @@ def note(
 ) -> str:
     answer = call(service, "memory", {"action": "note", "text": text, **fields}, session, untrusted)
     assert answer.code == "noted", answer.output
-    return list(service.items.items())[-1]
+    return list(service.memory.items.items())[-1]
 
 
 def recall(service: Memoryd, query: str, session: str = "chat-asker") -> ToolResponse:
@@ -74,7 +77,7 @@ def test_a_superseded_hit_is_history_and_points_to_the_live_item(service: Memory
     old = note(service, "Staging runs on host numbat-1.", kind="state", subject="host:staging")
     clock.advance(days=2)
     new = note(service, "Staging moved to another rack.", kind="state", subject="host:staging")
-    assert itemops.supersede(service.writer, old, new, OWNER).ok
+    assert itemops.supersede(service.memory.writer, old, new, OWNER).ok
     out = recall(service, "numbat").output
     lines = out.split("\n")
     assert f"{old} · state host:staging · superseded by {new}; history, not current · 2026-09-24" in lines[0]
@@ -85,8 +88,8 @@ def test_a_superseded_hit_is_history_and_points_to_the_live_item(service: Memory
 def test_stale_and_pending_cleanup_hits_are_not_load_bearing(service: Memoryd) -> None:
     stale = note(service, "The printer toner is cyan-kiwi.")
     pending = note(service, "The kiwi router needs a reboot weekly.")
-    assert itemops.set_status(service.writer, stale, "stale", OWNER).ok
-    assert itemops.set_status(service.writer, pending, "pending-cleanup", OWNER).ok
+    assert itemops.set_status(service.memory.writer, stale, "stale", OWNER).ok
+    assert itemops.set_status(service.memory.writer, pending, "pending-cleanup", OWNER).ok
     out = recall(service, "kiwi").output
     assert f"{stale} · knowledge · stale; not load-bearing · 2026-09-24" in out
     assert f"{pending} · knowledge · pending-cleanup; not load-bearing · 2026-09-24" in out
@@ -193,7 +196,7 @@ def test_the_retrieval_counter_survives_a_restart(home: Path, clock: Clock) -> N
         memory = Memoryd(load(None, str(home)), now=clock.now)
         memory.open()
         try:
-            assert memory.index.wait_ready(60)
+            assert memory.memory.index.wait_ready(60)
             note(memory, "The koala key is in the drawer.")
             assert recall(memory, "koala").output.endswith(f"(retrieval {expected})")
         finally:
@@ -202,7 +205,7 @@ def test_the_retrieval_counter_survives_a_restart(home: Path, clock: Clock) -> N
     memory = Memoryd(load(None, str(home)), now=clock.now)
     memory.open()
     try:
-        assert memory.index.wait_ready(60)
+        assert memory.memory.index.wait_ready(60)
         assert recall(memory, "koala").output.endswith("(retrieval memret-2026-09-25-001)")
     finally:
         memory.close()

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.review import tiers
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.errors import InvalidBody
@@ -25,7 +26,7 @@ def call(
     taint: DataClass = DataClass.PRIVATE,
 ) -> ToolResponse:
     request = ToolRequest(session=session, call_id="call-1", tool=tool, arguments=arguments)
-    return service.call(MemoryCall(request=request, taint=taint, untrusted=untrusted))
+    return memory_tool.call(service.memory, MemoryCall(request=request, taint=taint, untrusted=untrusted))
 
 
 def note(service: Memoryd, text: str, session: str, untrusted: bool = False) -> None:
@@ -65,7 +66,7 @@ def test_counts_span_two_months_and_leave_out_owner_searches(noted: Memoryd, clo
     clock.advance(days=10)  # 2026-10-04: the next month's file
     recall(noted, "rack four")
     noted.handle("memory_admin", MemoryAdmin(command="search", arg="backups nightly"))
-    logs = sorted(p.name for p in noted.recaller.recalls.iterdir())
+    logs = sorted(p.name for p in noted.memory.recaller.recalls.iterdir())
     assert logs == ["2026-09.jsonl", "2026-10.jsonl"]
 
     reply = tiers_of(noted)
@@ -94,8 +95,8 @@ def test_notes_go_most_found_first_then_newest(noted: Memoryd) -> None:
 
 
 def test_benchmark_runs_and_owner_lines_do_not_count(noted: Memoryd) -> None:
-    noted.recaller.recall("staging rack", 5, "bench", bench=True)
-    noted.recaller.recall("staging rack", 5, "owner")
+    noted.memory.recaller.recall("staging rack", 5, "bench", bench=True)
+    noted.memory.recaller.recall("staging rack", 5, "owner")
     assert all(row["count"] == 0 for row in tiers_of(noted).data["notes"])
 
 
@@ -169,7 +170,7 @@ def test_a_hostile_entry_is_escaped_and_cannot_forge_a_header(service: Memoryd, 
 
 def test_a_damaged_recall_log_line_is_skipped(noted: Memoryd) -> None:
     recall(noted, "staging rack")
-    path = noted.recaller.recalls / "2026-09.jsonl"
+    path = noted.memory.recaller.recalls / "2026-09.jsonl"
     with path.open("ab") as handle:
         handle.write(b'{"time": "2026-09-2\n')
         handle.write(b"\xff\xfe not utf-8\n")

@@ -11,14 +11,18 @@ from typing import Any
 
 import msgspec
 import pytest
+from item_helpers import tiers_listing
 
+from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.files.journal import Append, Change, encode_line
 from boxmaker.memoryd.files.notes import Note, header_time, render
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.items.store import ItemStore, capture_event
+from boxmaker.memoryd.memory import block as served_block
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.withdrawal import records
-from boxmaker.memoryd.withdrawal.controls import Controls
+from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
+from boxmaker.memoryd.withdrawal.receipts import withdraw
 from boxmaker.memoryd.withdrawal.records import Scope, WithdrawalRecord, check, normalize, same_scope
 from boxmaker.memoryd.write.writer import Caller
 from boxmaker.proto import wire
@@ -37,9 +41,9 @@ def capture(memory: Memoryd, session: str, text: str, *, label: Label = CLEAN, c
     """Capture `text` as the capture path does: one journal commit appending a capture event to
     items.jsonl and a notes.md entry whose header carries `` · mem-… · knowledge``. Returns the id."""
     memory_dir = memory.config.layout.memory
-    moment = memory.now()
+    moment = memory.memory.now()
     ident = ItemStore(memory_dir).next_id(moment.date())
-    position = len(parse_notes(memory.store.read_notes()))
+    position = len(parse_notes(memory.memory.store.read_notes()))
     note = Note("noted", header_time(moment), session, "", label, text, position, (ident, "knowledge"))
     event = capture_event(
         ident=ident,
@@ -70,8 +74,8 @@ def capture(memory: Memoryd, session: str, text: str, *, label: Label = CLEAN, c
         Append("items.jsonl", encode_line(event) + b"\n"),
         Append("notes.md", render(note).encode("utf-8")),
     ]
-    with memory.writer.lock:
-        memory.journal.commit(Change(entry, appends))
+    with memory.memory.writer.lock:
+        memory.memory.journal.commit(Change(entry, appends))
     return ident
 
 
@@ -82,8 +86,8 @@ def archive(memory: Memoryd, day: str, ids: list[str]) -> str:
     (memory_dir / "archive").mkdir(exist_ok=True)
     (memory_dir / file).write_text("".join(f"- [{day}] [{i}] (knowledge)\n" for i in ids))
     event = {"event": "archive", "time": f"{day}T23:59:00Z", "file": file, "ids": ids}
-    with memory.writer.lock:
-        memory.journal.commit(
+    with memory.memory.writer.lock:
+        memory.memory.journal.commit(
             Change(
                 {
                     "session": "owner",
@@ -100,12 +104,16 @@ def archive(memory: Memoryd, day: str, ids: list[str]) -> str:
 
 def recall(memory: Memoryd, query: str, k: int = 5, session: str = "chat-reader") -> str:
     request = ToolRequest(session=session, call_id="r1", tool="recall", arguments={"query": query, "k": k})
-    return memory.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False)).output
+    return memory_tool.call(
+        memory.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False)
+    ).output
 
 
 def memory_call(memory: Memoryd, session: str, arguments: dict[str, Any], *, untrusted: bool = False) -> Any:
     request = ToolRequest(session=session, call_id="f1", tool="memory", arguments=arguments)
-    return memory.call(MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted))
+    return memory_tool.call(
+        memory.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted)
+    )
 
 
 def make(
@@ -279,25 +287,25 @@ def test_conflicting_controls_fail_closed(service: Memoryd) -> None:
     with (memory_dir / "controls.jsonl").open("ab") as handle:  # as an import or a replica could leave it
         for r in fork:
             handle.write(r.line() + b"\n")
-    (chain,) = service.controls.chains()
+    (chain,) = service.memory.controls.chains()
     assert chain.state == "conflicting"
     assert "memwd-2026-09-24-002, memwd-2026-09-24-003 each claim to be the latest" in chain.why
-    assert service.controls.exclusion().items == {ident}
+    assert service.memory.controls.exclusion().items == {ident}
     assert "port 6443" not in recall(service, "staging cluster port")
-    text, data = service.withdrawals.listing()
+    text, data = service.memory.withdrawals.listing()
     assert "needs reconciliation" in text
     assert {row["state"] for row in data["controls"]} == {"conflicting"}
     # A new event other than the owner's reconciliation is refused, naming the heads.
-    refused = service.forget(scope, "owner-decision", supersedes="memwd-2026-09-24-002")
+    refused = withdraw(service.memory.withdrawals, scope, "owner-decision", supersedes="memwd-2026-09-24-002")
     assert refused.code == "refused:chain"  # type: ignore[union-attr]
     assert "memwd-2026-09-24-002, memwd-2026-09-24-003" in refused.sentence  # type: ignore[union-attr]
     # Two roots for one scope conflict too.
     (chain,) = records.resolve([w1, make("memwd-2026-09-24-004", "withdraw", scope)])
     assert chain.state == "conflicting"
     # The owner reconciles: a reconciliation superseding one head decides the scope.
-    receipt = service.forget(scope, "reconciliation", supersedes="memwd-2026-09-24-002")
+    receipt = withdraw(service.memory.withdrawals, scope, "reconciliation", supersedes="memwd-2026-09-24-002")
     assert not hasattr(receipt, "code"), receipt
-    (chain,) = service.controls.chains()
+    (chain,) = service.memory.controls.chains()
     assert chain.state == "in-force"
     assert chain.controlling is not None
     assert chain.controlling.reason == "reconciliation"
@@ -319,7 +327,7 @@ def test_withdrawing_an_item_is_one_journal_commit_and_ids_survive_a_restart(
     service: Memoryd, home: Path, clock: Clock
 ) -> None:
     ident = capture(service, "chat-a", "the build server is called anvil")
-    receipt = service.forget(Scope((ident,)), "mistaken")
+    receipt = withdraw(service.memory.withdrawals, Scope((ident,)), "mistaken")
     assert not hasattr(receipt, "code"), receipt
     (line,) = controls_lines(service)
     assert line["withdrawal_id"] == "memwd-2026-09-24-001"
@@ -327,7 +335,7 @@ def test_withdrawing_an_item_is_one_journal_commit_and_ids_survive_a_restart(
     assert line["effect"] == "exclude-from-influence"
     assert line["decided_by"] == "owner"
     assert line["supersedes"] is None
-    journal = service.journal.entries_newest_first()
+    journal = service.memory.journal.entries_newest_first()
     newest = next(journal)
     assert newest["action"] == "withdraw"
     assert newest["where"] == "controls.jsonl"
@@ -339,7 +347,7 @@ def test_withdrawing_an_item_is_one_journal_commit_and_ids_survive_a_restart(
 def test_recall_filters_withdrawn_notes_and_still_returns_k(service: Memoryd) -> None:
     kept = [capture(service, "chat-a", f"the orchard ladder number {n} is red") for n in range(4)]
     gone = [capture(service, "chat-b", f"the orchard ladder marked poison {n} is red") for n in range(6)]
-    assert service.forget(Scope(tuple(gone)), "poisoned")
+    assert withdraw(service.memory.withdrawals, Scope(tuple(gone)), "poisoned")
     output = recall(service, "orchard ladder red", k=4)
     assert output.count("\n[") + 1 == 4
     assert "poison" not in output
@@ -360,21 +368,21 @@ def test_withdrawing_a_session_hides_its_records_and_notes_even_after_reindex(
         ],
     )
     write_log(home, "chat-other", [start(), record("user", content="the quasar telescope is fine")])
-    service.index.catch_up_all()
+    service.memory.index.catch_up_all()
     capture(service, "chat-explore", "quasar bridge needs a patched kernel")
     assert "quasar bridge" in recall(service, "quasar bridge")
-    receipt = service.forget(Scope((), (), ("chat-explore",)), "failed-exploration")
+    receipt = withdraw(service.memory.withdrawals, Scope((), (), ("chat-explore",)), "failed-exploration")
     assert "sessions chat-explore" not in receipt.text  # type: ignore[union-attr]
     assert "session chat-explore" in receipt.text  # type: ignore[union-attr]
     for _ in range(2):
         output = recall(service, "quasar bridge approach kernel")
         assert "bridge" not in output
         assert "telescope" in output
-        counts = service.index.rebuild()
+        counts = service.memory.index.rebuild()
         assert counts.logs == 1  # chat-explore's log is never indexed
-    service.index.catch_up("chat-explore")
+    service.memory.index.catch_up("chat-explore")
     write_log(home, "chat-explore", [record("user", content="quasar bridge once more")])
-    service.index.catch_up("chat-explore")
+    service.memory.index.catch_up("chat-explore")
     assert "bridge" not in recall(service, "quasar bridge")
 
 
@@ -388,13 +396,13 @@ def test_withdrawing_one_record_by_its_anchor(service: Memoryd, home: Path) -> N
             record("user", content="zeppelin rides are on sunday"),
         ],
     )
-    service.index.catch_up_all()
-    receipt = service.forget(Scope((), (), ("sessions/chat-a/0.jsonl#2",)), "mistaken")
+    service.memory.index.catch_up_all()
+    receipt = withdraw(service.memory.withdrawals, Scope((), (), ("sessions/chat-a/0.jsonl#2",)), "mistaken")
     assert "record sessions/chat-a/0.jsonl#2" in receipt.text  # type: ignore[union-attr]
     output = recall(service, "zeppelin")
     assert "hangar" not in output
     assert "sunday" in output
-    service.index.rebuild()
+    service.memory.index.rebuild()
     output = recall(service, "zeppelin")
     assert "hangar" not in output
     assert "sunday" in output
@@ -406,14 +414,14 @@ def test_withdrawing_by_archive_ref(service: Memoryd) -> None:
     b = capture(service, "chat-a", "the lighthouse keeper is Mira")
     c = capture(service, "chat-a", "the lighthouse door is blue")
     file = archive(service, day, [a, b])
-    receipt = service.forget(Scope((), (f"{file}#{b}",)), "mistaken")
+    receipt = withdraw(service.memory.withdrawals, Scope((), (f"{file}#{b}",)), "mistaken")
     assert f"archive {file}#{b}" in receipt.text  # type: ignore[union-attr]
     output = recall(service, "lighthouse", k=10)
     assert "Mira" not in output
     assert "xenon" in output
-    receipt = service.forget(Scope((), (file,)), "failed-exploration")
-    excluded = service.controls.exclusion()
-    items = service.controls.items()
+    receipt = withdraw(service.memory.withdrawals, Scope((), (file,)), "failed-exploration")
+    excluded = service.memory.controls.exclusion()
+    items = service.memory.controls.items()
     assert excluded.item(items[a])
     assert excluded.item(items[b])
     assert not excluded.item(items[c])
@@ -425,37 +433,37 @@ def test_withdrawing_by_archive_ref(service: Memoryd) -> None:
 
 def test_reinstatement_restores_after_a_rebuild(service: Memoryd, home: Path) -> None:
     write_log(home, "chat-x", [start(), record("user", content="the walrus protocol uses udp")])
-    service.index.catch_up_all()
-    receipt = service.forget(Scope((), (), ("chat-x",)), "failed-exploration")
+    service.memory.index.catch_up_all()
+    receipt = withdraw(service.memory.withdrawals, Scope((), (), ("chat-x",)), "failed-exploration")
     ident = receipt.record.withdrawal_id  # type: ignore[union-attr]
-    service.index.rebuild()
+    service.memory.index.rebuild()
     assert "udp" not in recall(service, "walrus protocol")
-    done = service.withdrawals.reinstate(ident)
+    done = service.memory.withdrawals.reinstate(ident)
     assert done.record.supersedes == ident  # type: ignore[union-attr]
     assert done.record.effect == "restore-eligibility"  # type: ignore[union-attr]
-    service.index.rebuild()
+    service.memory.index.rebuild()
     assert "udp" in recall(service, "walrus protocol")
-    _text, data = service.withdrawals.listing()
+    _text, data = service.memory.withdrawals.listing()
     states = {row["record"]["withdrawal_id"]: row["state"] for row in data["controls"]}
     assert states == {ident: "reinstated", done.record.withdrawal_id: "in-force"}  # type: ignore[union-attr]
-    again = service.withdrawals.reinstate(ident)
+    again = service.memory.withdrawals.reinstate(ident)
     assert again.code == "refused:chain"  # type: ignore[union-attr]
-    assert service.withdrawals.reinstate("memwd-2026-01-01-001").code == "refused:not-found"  # type: ignore[union-attr]
+    assert service.memory.withdrawals.reinstate("memwd-2026-01-01-001").code == "refused:not-found"  # type: ignore[union-attr]
 
 
 def test_the_block_drops_withdrawn_identity_entries(service: Memoryd) -> None:
     text = "The owner deploys with helm, never kubectl apply."
     ident = capture(service, "chat-a", text)
-    service.writer.memory(Caller("chat-a", "c2", CLEAN), _add("memory", text))
-    service.writer.memory(Caller("chat-bad", "c3", CLEAN), _add("user", "The owner likes green tea."))
-    service.writer.memory(Caller("chat-good", "c4", CLEAN), _add("user", "The owner lives in Oslo."))
-    block = service.block().text
+    service.memory.writer.memory(Caller("chat-a", "c2", CLEAN), _add("memory", text))
+    service.memory.writer.memory(Caller("chat-bad", "c3", CLEAN), _add("user", "The owner likes green tea."))
+    service.memory.writer.memory(Caller("chat-good", "c4", CLEAN), _add("user", "The owner lives in Oslo."))
+    block = served_block(service.memory).text
     assert "helm" in block
     assert "green tea" in block
-    receipt = service.forget(Scope((ident,), (), ("chat-bad",)), "mistaken")
+    receipt = withdraw(service.memory.withdrawals, Scope((ident,), (), ("chat-bad",)), "mistaken")
     assert "memory.md holds 1 entry" in receipt.text  # type: ignore[union-attr]
     assert "user.md holds 1 entry" in receipt.text  # type: ignore[union-attr]
-    block = service.block()
+    block = served_block(service.memory)
     assert "helm" not in block.text
     assert "green tea" not in block.text
     assert "Oslo" in block.text
@@ -474,9 +482,18 @@ def _add(file: str, text: str) -> Any:
 def test_tiers_hides_withdrawn_notes(service: Memoryd) -> None:
     ident = capture(service, "chat-a", "the compost heap needs turning weekly")
     capture(service, "chat-a", "the compost thermometer reads celsius")
-    assert "heap" in service.tiers_listing(untrusted=True).text  # type: ignore[union-attr]
-    service.forget(Scope((ident,)), "owner-decision")
-    listing = service.tiers_listing(untrusted=True)
+    assert (
+        "heap"
+        in tiers_listing(
+            service,
+            True,
+        ).text
+    )  # type: ignore[union-attr]
+    withdraw(service.memory.withdrawals, Scope((ident,)), "owner-decision")
+    listing = tiers_listing(
+        service,
+        True,
+    )
     assert "heap" not in listing.text  # type: ignore[union-attr]
     assert "thermometer" in listing.text  # type: ignore[union-attr]
 
@@ -486,7 +503,7 @@ def test_tiers_hides_withdrawn_notes(service: Memoryd) -> None:
 
 def test_checklist_17_forget_receipt_distinguishes_surfaces(service: Memoryd) -> None:
     ident = capture(service, "chat-explore", "the fusion shortcut works with a cold start")
-    service.writer.memory(
+    service.memory.writer.memory(
         Caller("chat-tier", "c9", CLEAN), _add("memory", "the fusion shortcut works with a cold start")
     )
     answer = memory_call(
@@ -558,23 +575,34 @@ def test_checklist_18_non_admission_makes_no_record(service: Memoryd, home: Path
 def test_checklist_19_withdrawal_excludes_until_reinstated(service: Memoryd, home: Path) -> None:
     ident = capture(service, "chat-a", "the penguin migration starts in march")
     write_log(home, "chat-a", [start(), record("user", content="penguin colonies move in march")])
-    service.index.catch_up_all()
+    service.memory.index.catch_up_all()
     before = recall(service, "penguin march")
     assert "migration" in before
     assert "colonies" in before
-    receipt = service.forget(Scope((ident,), (), ("chat-a",)), "owner-decision")
+    receipt = withdraw(service.memory.withdrawals, Scope((ident,), (), ("chat-a",)), "owner-decision")
     withdrawal = receipt.record.withdrawal_id  # type: ignore[union-attr]
-    excluded = service.controls.exclusion()
-    assert excluded.item(service.controls.items()[ident])
+    excluded = service.memory.controls.exclusion()
+    assert excluded.item(service.memory.controls.items()[ident])
     for _ in range(2):  # retrieval, before and after a rebuild
         assert "migration" not in recall(service, "penguin march")
         assert "colonies" not in recall(service, "penguin march")
-        assert "penguin" not in service.tiers_listing(untrusted=True).text  # type: ignore[union-attr]
-        service.index.rebuild()
-    owner = service.recaller.owner_search("penguin", 10, service.store, service.withdrawn_entries())
+        assert (
+            "penguin"
+            not in tiers_listing(
+                service,
+                True,
+            ).text
+        )  # type: ignore[union-attr]
+        service.memory.index.rebuild()
+    owner = service.memory.recaller.owner_search(
+        "penguin",
+        10,
+        service.memory.store,
+        withdrawn_identity(service.memory.controls, service.memory.store, service.memory.journal),
+    )
     assert "march" not in owner.text  # type: ignore[union-attr]
-    service.withdrawals.reinstate(withdrawal)
-    service.index.rebuild()
+    service.memory.withdrawals.reinstate(withdrawal)
+    service.memory.index.rebuild()
     after = recall(service, "penguin march")
     assert "migration" in after
     assert "colonies" in after

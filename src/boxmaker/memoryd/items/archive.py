@@ -184,7 +184,11 @@ def run(memory_dir: Path, items: dict[str, Item], journal: Journal, moment: dt.d
 
 
 def archive_now(
-    lock: AbstractContextManager[Any], items: ItemStore, journal: Journal, moment: dt.datetime, by: str
+    lock: AbstractContextManager[Any],
+    items: ItemStore,
+    journal: Journal,
+    now: Callable[[], dt.datetime],
+    by: str,
 ) -> Run:
     """Run the archive now under the write `lock` (seed 003 section 13), over the item store as it is;
     `by` is "owner" or the timer's name (`TIMER`).
@@ -193,7 +197,7 @@ def archive_now(
         OSError: when a write fails (the journal's intent completes it at the next start).
     """
     with lock:
-        return run(items.memory_dir, items.items(), journal, moment, by)
+        return run(items.memory_dir, items.items(), journal, now(), by)
 
 
 def last_run_day(journal: Journal) -> dt.date | None:

@@ -35,6 +35,7 @@ is listed there as a candidate for a proposal, never changed (checklist 14).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,11 +46,15 @@ from boxmaker.memoryd.check.rules import check_text
 from boxmaker.memoryd.files.entries import prepare
 from boxmaker.memoryd.files.journal import Append, Change, encode_line, read_jsonl
 from boxmaker.memoryd.files.names import FEEDBACK_FILE
-from boxmaker.memoryd.index.retrievals import DEFAULT_ROLE, real_day, stamp, task_id
+from boxmaker.memoryd.index.recall import Recaller
+from boxmaker.memoryd.index.retrievals import DEFAULT_ROLE, find_retrieval, real_day, stamp, task_id
 from boxmaker.memoryd.items.store import is_item_id
-from boxmaker.memoryd.sentences import Refusal, identity, review
+from boxmaker.memoryd.sentences import OK, Refusal, identity, review, unavailable
+from boxmaker.memoryd.write.writer import Answer, Writer
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import OWNER_SESSION
+
+log = logging.getLogger("boxmaker.memoryd")
 
 USE_ROLES = (
     "background",
@@ -313,3 +318,38 @@ def describe(event: dict[str, Any]) -> str:
     if refs:
         parts.append(f"evidence {', '.join(str(r) for r in refs)}")
     return "\n  ".join(escape_line(part) for part in parts)
+
+
+def record(
+    writer: Writer,
+    recaller: Recaller,
+    arguments: dict[str, Any],
+    *,
+    session: str = OWNER_SESSION,
+    call: str = "",
+    untrusted: bool = False,
+) -> Answer:
+    """Check and record one feedback event (module docstring): one journal commit (action
+    ``feedback``) appending it to feedback.jsonl; items.jsonl is never touched. A session's event is
+    ``recorded_by: session`` with its own turn (`recaller.turns`); the owner's is ``recorded_by: owner``.
+    """
+    parsed = parse_args(arguments)
+    if isinstance(parsed, Refusal):
+        return Answer.refused(parsed)
+    turns = recaller.turns
+    turn = turns.turn_of(session) if turns and session != OWNER_SESSION else 0
+    try:
+        retrieval = find_retrieval(recaller.recalls, parsed.retrieval)
+        with writer.lock:
+            memory_dir = writer.store.dir
+            moment = writer.now()
+            ident = next_feedback_id(read_feedback(memory_dir), moment.date())
+            event = build_event(parsed, retrieval, session=session, turn=turn, ident=ident, moment=moment)
+            if isinstance(event, Refusal):
+                return Answer.refused(event)
+            line = writer.journal.commit(change(event, session, call, untrusted))
+    except OSError as exc:
+        log.error("feedback not recorded: %s", exc)
+        return Answer.refused(unavailable(str(exc), "nothing was recorded"))
+    text = review.feedback_recorded(ident, event["memory_item_ids"], event["verdict"])
+    return Answer(text, OK, str(line["id"]))

@@ -1,7 +1,7 @@
 """``bxctl memory review``: a cleanup plan that changes nothing (seed 003 section 16, memory:L4;
 checklist 9).
 
-`gather(memory)` reads the item store, the controls, the identity files, soul.md (and conventions.md
+`gather` reads the item store, the controls, the identity files, soul.md (and conventions.md
 when there is one), notes.md, index.md and topics/, the journal and feedback.jsonl, and `build`
 turns them into sections, in this order, each with its rows and what the owner does about them (a
 command; nothing here runs one):
@@ -22,7 +22,7 @@ command; nothing here runs one):
 7. ``withdrawals``: withdrawal chains that conflict or are in force (the controls listing), and any
    withdrawn item id still found in index.md or topics/ (which must not happen);
 8. ``archive``: archive files with items no ``autodream`` journal line's ``ids`` names (no pass's
-   dream-input showed them: `dream.undistilled`, the scope dream-input pages through); withdrawn
+   dream-input showed them: `dream.inputs.undistilled`, the scope dream-input pages through); withdrawn
    items are not counted as missing work;
 9. ``schema``: items missing kind or Source, and legacy notes (notes.md entries without an item id:
    schema drift, seed 16 items 7-8);
@@ -39,146 +39,61 @@ their text (not every pair).
 
 from __future__ import annotations
 
-import difflib
-import re
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from boxmaker.memoryd.dream import dream
+from boxmaker.memoryd.dream import inputs
 from boxmaker.memoryd.files import names
-from boxmaker.memoryd.files.entries import IDENTITY_FILES, parse_entries
-from boxmaker.memoryd.files.names import ARCHIVE_DIR
-from boxmaker.memoryd.files.notes import Note
+from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.files.store import FileOverLimit
-from boxmaker.memoryd.items import projections
-from boxmaker.memoryd.items.store import KINDS, Item, active_by_subject, item_id_of
+from boxmaker.memoryd.files.store import FileOverLimit, Store
 from boxmaker.memoryd.review import feedback as metamemory
-from boxmaker.memoryd.withdrawal.records import Chain
-from boxmaker.proto.escape import escape_line
-
-if TYPE_CHECKING:
-    from boxmaker.memoryd.service import Memoryd
-
-INDEX_LINES = 200
-#: Each section shows at most this many rows (text and data), then a count of the rest, so the reply
-#: stays far under the frame limit whatever the home's size.
-SHOWN = 20
-#: A row's list of item ids is cut to this many (``items_count`` gives them all).
-ROW_IDS = 20
-NEAR = 0.9
-#: Near-duplicate comparison is pairwise: groups (kind, topic) larger than this get exact matches only.
-NEAR_GROUP = 400
-CONVENTIONS_FILE = "conventions.md"
-LEGACY_MARKERS = ("[待清理]", "[待确认]")
-_RULE = re.compile(
-    r"\b(always|never|from now on|every time|whenever|must not|must|do not ever|don't ever)\b", re.IGNORECASE
-)
-_MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-)
-_DATED = re.compile(
-    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\.? \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}\b"
-    r"|\b(?:yesterday|last night)\b",
-    re.IGNORECASE,
-)
-_WORDS = re.compile(r"[^\w]+")
+from boxmaker.memoryd.review.sections import Inputs, Section, build
+from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
+from boxmaker.memoryd.write.writer import Writer
 
 
-@dataclass(slots=True)
-class Section:
-    """One part of the plan."""
-
-    name: str
-    title: str
-    do: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    summary: str = ""
-    #: Where the owner sees every row when the section shows only the first `SHOWN`.
-    see: str = "bxctl memory items"
-
-    def data(self) -> dict[str, Any]:
-        """The section as ``--json`` prints it: at most `SHOWN` rows, ``count`` all of them, ``more``
-        how many were left out and ``see`` where to list them."""
-        return {
-            "name": self.name,
-            "title": self.title,
-            "count": len(self.rows),
-            "do": self.do,
-            "rows": self.rows[:SHOWN],
-            "more": max(0, len(self.rows) - SHOWN),
-            "see": self.see,
-        }
-
-    def text_lines(self) -> list[str]:
-        """At most `SHOWN` lines, then ``… and K more; see <command>``."""
-        more = len(self.lines) - SHOWN
-        return self.lines[:SHOWN] + ([f"… and {more:,} more; see {self.see}"] if more > 0 else [])
-
-
-@dataclass(frozen=True, slots=True)
-class Inputs:
-    """Everything the plan reads (`gather`)."""
-
-    items: Mapping[str, Item]
-    excluded: Callable[[Item], bool]
-    chains: Sequence[Chain]
-    identity: Mapping[str, Sequence[str]]
-    withdrawn_entries: frozenset[tuple[str, str]]
-    soul: str
-    conventions: str | None
-    notes: Sequence[Note]
-    note_excluded: Callable[[Note], bool]
-    index_text: str
-    generated: Mapping[str, str]
-    events: Sequence[dict[str, Any]]
-    shown: frozenset[str]
-    feedback: Sequence[dict[str, Any]]
-
-
-def gather(memory: Memoryd) -> Inputs:
-    """Read what the plan needs (nothing is written).
+def gather(writer: Writer, controls: Controls) -> Inputs:
+    """Read what the plan needs (nothing is written): the item store, the files and the journal through
+    `writer`, the withdrawals through `controls`.
 
     Raises:
         OSError, FileUnreadable: a file cannot be read.
     """
-    folder = memory.config.layout.memory
-    exclusion = memory.controls.exclusion()
-    identity = {spec.name: memory.store.read_identity(spec).entries for spec in IDENTITY_FILES.values()}
-    conventions_path = folder / CONVENTIONS_FILE
+    store = writer.store
+    folder = store.dir
+    exclusion = controls.exclusion()
+    identity = {spec.name: store.read_identity(spec).entries for spec in IDENTITY_FILES.values()}
+    conventions_path = folder / CONVENTIONS.name
     generated = {names.INDEX_FILE: _read(folder / names.INDEX_FILE)}
     topics = folder / names.TOPICS_DIR
     if topics.is_dir():
         for page in sorted(topics.glob("*.md")):
             generated[f"{names.TOPICS_DIR}/{page.name}"] = _read(page)
     return Inputs(
-        items=memory.items.items(),
+        items=writer.items.items(),
         excluded=exclusion.item,
-        chains=memory.controls.chains(),
+        chains=controls.chains(),
         identity=identity,
-        withdrawn_entries=memory.withdrawn_entries(identity),
-        soul=_soul(memory),
+        withdrawn_entries=withdrawn_identity(controls, store, writer.journal, identity),
+        soul=_soul(store),
         conventions=_read(conventions_path) if conventions_path.is_file() else None,
-        notes=parse_notes(memory.store.read_notes()),
+        notes=parse_notes(store.read_notes()),
         note_excluded=exclusion.note,
         index_text=generated[names.INDEX_FILE],
         generated=generated,
-        events=memory.items.events(),
-        shown=frozenset(dream.shown_ids(memory.journal.entries_newest_first())),
+        events=writer.items.events(),
+        shown=frozenset(inputs.shown_ids(writer.journal.entries_newest_first())),
         feedback=metamemory.read_feedback(folder),
     )
 
 
-def _soul(memory: Memoryd) -> str:
+def _soul(store: Store) -> str:
     try:
-        return memory.store.read_soul()
+        return store.read_soul()
     except FileOverLimit:
-        return memory.store.read_text(memory.store.soul_path)
+        return store.read_text(store.soul_path)
 
 
 def _read(path: Path) -> str:
@@ -186,319 +101,6 @@ def _read(path: Path) -> str:
         return path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""
-
-
-def _short(text: str, limit: int = 80) -> str:
-    flat = escape_line(" ".join(text.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def normalised(text: str) -> str:
-    """Text as duplicates are compared: NFKC, case folded, punctuation and spacing collapsed."""
-    return " ".join(_WORDS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split())
-
-
-def build(inputs: Inputs) -> list[Section]:
-    """The plan's sections, in order (module docstring). Pure."""
-    visible = [i for i in inputs.items.values() if not i.erased and not inputs.excluded(i)]
-    return [
-        _misleading(visible, inputs.feedback),
-        _index(inputs.index_text),
-        _pending(visible, inputs),
-        _duplicates(visible),
-        _conflicts(visible),
-        _boundary(visible, inputs),
-        _withdrawals(inputs),
-        _archive(inputs),
-        _schema(visible, inputs),
-        _triggers(visible),
-    ]
-
-
-def _item_row(item: Item, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "kind": item.kind,
-        "status": item.status,
-        "date": item.date,
-        "text": item.text,
-        **extra,
-    }
-
-
-def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> Section:
-    section = Section(
-        "misleading",
-        "Items with repeated misleading feedback (most misleading first)",
-        "each is a candidate for a proposal, never changed by its feedback: read it (bxctl memory feedback "
-        "--item ID); if it no longer holds, bxctl memory status ID stale; a rule or policy change goes out "
-        "as a proposal (the memory action propose) that you accept or reject (bxctl memory proposals)",
-        see="bxctl memory feedback",
-    )
-    counts = metamemory.tally(feedback)
-    found = [(item, counts[item.id]) for item in visible if item.id in counts]
-    repeated = [(i, t) for i, t in found if t.misleading >= metamemory.CANDIDATE_AT]
-    repeated.sort(key=lambda pair: (-pair[1].misleading, -pair[1].misleading_by_owner, pair[0].id))
-    for item, counted in repeated:
-        weak = counted.misleading - counted.misleading_by_owner
-        section.rows.append(
-            _item_row(
-                item,
-                misleading=counted.misleading,
-                misleading_by_owner=counted.misleading_by_owner,
-                self_rated=weak,
-                helpful=counted.verdicts["helpful"],
-                feedback=counted.events,
-                candidate="proposal",
-            )
-        )
-        section.lines.append(
-            f"{item.id} · {counted.misleading} misleading ({counted.misleading_by_owner} by the owner, "
-            f"{weak} self-rated by sessions: weak) · {counted.verdicts['helpful']} helpful · "
-            "candidate for a proposal"
-            f" · {_short(item.text)}"
-        )
-    return section
-
-
-def _index(text: str) -> Section:
-    lines = len(text.splitlines())
-    over = lines > INDEX_LINES
-    section = Section(
-        "index",
-        "index.md length",
-        "keep it a navigation index: let autodream cool or merge items, or retire old ones "
-        "(bxctl memory status ID stale)"
-        if over
-        else "nothing to do",
-    )
-    section.summary = f"{lines:,} lines (about {INDEX_LINES} at most){': too long' if over else ''}"
-    if over:
-        section.rows.append({"file": names.INDEX_FILE, "lines": lines, "limit": INDEX_LINES})
-    return section
-
-
-def _pending(visible: Sequence[Item], inputs: Inputs) -> Section:
-    section = Section(
-        "pending-cleanup",
-        "Pending cleanup (only you clear these)",
-        "decide each: keep it (bxctl memory status ID active) or retire it (bxctl memory status ID stale); "
-        "nothing is deleted; a legacy marker: capture the entry as an item and remove the marker by hand",
-        see="bxctl memory items --status pending-cleanup",
-    )
-    for item in visible:
-        if item.status == "pending-cleanup":
-            section.rows.append(_item_row(item, source=item.source))
-            section.lines.append(f"{item.id} · ({item.kind}) {item.date} · {_short(item.text)}")
-    for name, entries in inputs.identity.items():
-        for entry in entries:
-            if (name, entry) not in inputs.withdrawn_entries and any(m in entry for m in LEGACY_MARKERS):
-                section.rows.append({"file": name, "text": entry, "legacy_marker": True})
-                section.lines.append(f"{name} · legacy marker · {_short(entry)}")
-    for note in inputs.notes:
-        if not inputs.note_excluded(note) and any(m in note.text for m in LEGACY_MARKERS):
-            section.rows.append(
-                {"file": "notes.md", "note": note.key, "text": note.text, "legacy_marker": True}
-            )
-            section.lines.append(f"notes.md {note.key} · legacy marker · {_short(note.text)}")
-    return section
-
-
-def _duplicates(visible: Sequence[Item]) -> Section:
-    section = Section(
-        "duplicates",
-        "Duplicates (identical or near-identical text)",
-        "state: keep the newest (bxctl memory supersede OLD NEW); knowledge: keep both, or retire one "
-        "(bxctl memory status ID stale); autodream merges duplicates keeping every source",
-        see="bxctl memory items",
-    )
-    groups: dict[tuple[str, str], list[Item]] = {}
-    for item in visible:
-        if item.status in ("active", "pending-cleanup"):
-            groups.setdefault((item.kind, projections.topic_of(item)), []).append(item)
-    for members in groups.values():
-        texts = [normalised(i.text) for i in members]
-        first: dict[str, int] = {}
-        for b, text in enumerate(texts):  # identical: each pairs with the first of its text
-            a = first.setdefault(text, b)
-            if a != b:
-                _duplicate(section, members[a], members[b], "identical")
-        if members[0].kind != "knowledge" or len(first) > NEAR_GROUP:
-            continue
-        distinct = sorted(first.values())
-        for x, a in enumerate(distinct):
-            for b in distinct[x + 1 :]:
-                matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
-                if matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR:
-                    _duplicate(section, members[a], members[b], "near-identical")
-    return section
-
-
-def _duplicate(section: Section, one: Item, two: Item, how: str) -> None:
-    section.rows.append({"ids": [one.id, two.id], "kind": one.kind, "match": how})
-    section.lines.append(f"{one.id} and {two.id} ({one.kind}, {how}) · {_short(one.text, 60)}")
-
-
-def _conflicts(visible: Sequence[Item]) -> Section:
-    section = Section(
-        "conflicts",
-        "Conflicts (two or more active state items of one subject)",
-        "choose the current value: bxctl memory reconcile SUBJECT --keep ID (the others become history)",
-        see="bxctl memory items --kind state",
-    )
-    for subject, rows in sorted(active_by_subject(visible).items()):
-        if len(rows) < 2:
-            continue
-        ordered = sorted(rows, key=lambda i: (i.time, i.id))
-        section.rows.append({"subject": subject, "ids": [i.id for i in ordered], "newest": ordered[-1].id})
-        listed = "; ".join(f"[{i.date}] {i.id} {_short(i.text, 40)}" for i in ordered)
-        section.lines.append(f"subject {_short(subject)}: {listed}")
-    return section
-
-
-def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
-    section = Section(
-        "boundary",
-        "Steering/memory boundary",
-        "a standing rule belongs in conventions.md, through a proposal you accept (the memory action "
-        "propose; "
-        "bxctl memory proposals accept ID) or your own edit; a one-off incident in soul.md or conventions.md "
-        "belongs in memory: bxctl memory note TEXT, then remove it from that file by hand",
-        see="bxctl memory items --kind knowledge",
-    )
-    for name, entries in inputs.identity.items():
-        for entry in entries:
-            if (name, entry) not in inputs.withdrawn_entries and _RULE.search(entry):
-                section.rows.append(
-                    {"file": name, "text": entry, "reads_like": "standing rule", "candidate": "proposal"}
-                )
-                section.lines.append(
-                    f"{name} · reads like a standing rule: candidate for a proposal · {_short(entry)}"
-                )
-    for item in visible:
-        if (
-            item.kind == "knowledge"
-            and item.status == "active"
-            and item.merged_into is None  # a merged member is history: its consolidated item is proposed
-            and _RULE.search(item.text)
-        ):
-            section.rows.append(_item_row(item, reads_like="standing rule", candidate="proposal"))
-            section.lines.append(
-                f"{item.id} · reads like a standing rule: candidate for a proposal · {_short(item.text)}"
-            )
-    files = [("soul.md", [line for line in inputs.soul.splitlines() if line.strip()])]
-    if inputs.conventions is not None:
-        files.append((CONVENTIONS_FILE, parse_entries(inputs.conventions)))
-    for name, lines in files:
-        for line in lines:
-            if not line.lstrip().startswith("#") and _DATED.search(line):
-                section.rows.append({"file": name, "text": line, "reads_like": "one-off incident"})
-                section.lines.append(f"{name} · reads like a one-off incident with a date · {_short(line)}")
-    return section
-
-
-def _withdrawals(inputs: Inputs) -> Section:
-    section = Section(
-        "withdrawals",
-        "Withdrawal chains",
-        "a conflicting chain: bxctl memory withdraw (its exact scope) --reason reconciliation "
-        "--supersedes ONE-OF-THE-HEADS; an in-force withdrawal ends only by bxctl memory reinstate ID; "
-        "a withdrawn id in a generated page: restart memoryd (bxctl down; bxctl up), which writes them again",
-        see="bxctl memory controls",
-    )
-    withdrawn: set[str] = set()
-    for chain in inputs.chains:
-        if chain.state == "reinstated":
-            continue
-        heads = [r.withdrawal_id for r in chain.heads]
-        section.rows.append(
-            {"state": chain.state, "heads": heads, "scope": chain.scope.selectors(), "why": chain.why or None}
-        )
-        said = f"{chain.state}: {', '.join(heads)} · {', '.join(chain.scope.selectors())}"
-        section.lines.append(said + (f" · {chain.why}" if chain.why else ""))
-        withdrawn.update(chain.scope.memory_item_ids)
-    withdrawn.update(i.id for i in inputs.items.values() if inputs.excluded(i))
-    for name, text in inputs.generated.items():
-        leaked = sorted(i for i in withdrawn if re.search(rf"{re.escape(i)}(?!\d)", text))
-        if leaked:
-            section.rows.append(
-                {"file": name, "withdrawn_ids": leaked, "problem": "withdrawn item in a generated page"}
-            )
-            section.lines.append(f"{name} shows withdrawn {', '.join(leaked)}: a generated page must not")
-    return section
-
-
-def _archive(inputs: Inputs) -> Section:
-    section = Section(
-        "archive",
-        "Archive not yet distilled (archived items no autodream pass's dream-input has shown)",
-        "let the autodream job distil them (it runs daily; bxctl jobs shows it), or distil by hand with "
-        "bxctl memory note; withdrawn items are not counted",
-        see="bxctl memory items (their Source names the archive file)",
-    )
-    files: dict[str, list[str]] = {}
-    for item in dream.undistilled(inputs.items, inputs.excluded, set(inputs.shown)):
-        files.setdefault(f"{ARCHIVE_DIR}/{dream.archive_day(item)}.md", []).append(item.id)
-    for file, ids in sorted(files.items()):
-        section.rows.append({"file": file, "items": ids[:ROW_IDS], "items_count": len(ids)})
-        section.lines.append(f"{file} · {len(ids):,} item{'' if len(ids) == 1 else 's'} not distilled")
-    return section
-
-
-def _schema(visible: Sequence[Item], inputs: Inputs) -> Section:
-    section = Section(
-        "schema",
-        "Schema drift (items missing kind or Source; legacy notes without an item id)",
-        "capture each as an item with its kind: bxctl memory note --kind knowledge TEXT, or --kind state "
-        "--subject S TEXT (the legacy note stays as it was)",
-        see="bxctl memory items",
-    )
-    for item in visible:
-        missing = [
-            name for name, bad in (("kind", item.kind not in KINDS), ("Source", not item.source)) if bad
-        ]
-        if missing:
-            section.rows.append(_item_row(item, missing=missing))
-            section.lines.append(f"{item.id} · missing {', '.join(missing)} · {_short(item.text)}")
-    for note in inputs.notes:
-        if (
-            note.kind != "noted"
-            or item_id_of(note) is not None
-            or inputs.note_excluded(note)
-            or not note.text
-        ):
-            continue
-        section.rows.append(
-            {"file": "notes.md", "note": note.key, "text": note.text, "missing": ["kind", "Source"]}
-        )
-        section.lines.append(f"notes.md {note.key} · a legacy note without an item id · {_short(note.text)}")
-    return section
-
-
-def _triggers(visible: Sequence[Item]) -> Section:
-    section = Section(
-        "triggers",
-        "Topics without triggers of their own",
-        "give the topic's items a scope or subject when they are captured (autodream assigns topics and "
-        "triggers), so index.md says when to read the page",
-        see="bxctl memory items",
-    )
-    by_topic: dict[str, list[Item]] = {}
-    for item in visible:
-        by_topic.setdefault(projections.topic_of(item), []).append(item)
-    for name, members in sorted(by_topic.items()):
-        if not any(i.scope or i.subject or i.triggers for i in members):  # incl. autodream's assign
-            section.rows.append(
-                {
-                    "topic": f"{names.TOPICS_DIR}/{name}.md",
-                    "items": [i.id for i in members[:ROW_IDS]],
-                    "items_count": len(members),
-                }
-            )
-            section.lines.append(
-                f"{names.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject"
-            )
-    return section
 
 
 def render(sections: Iterable[Section]) -> str:
@@ -512,11 +114,11 @@ def render(sections: Iterable[Section]) -> str:
     return "\n".join(out)
 
 
-def review(memory: Memoryd) -> tuple[str, dict[str, Any]]:
+def review(writer: Writer, controls: Controls) -> tuple[str, dict[str, Any]]:
     """The plan's text and data (`gather`, `build`, `render`).
 
     Raises:
         OSError, FileUnreadable: a file cannot be read.
     """
-    sections = build(gather(memory))
+    sections = build(gather(writer, controls))
     return render(sections), {"code": "ok", "changed": False, "sections": [s.data() for s in sections]}

@@ -44,7 +44,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -57,16 +57,13 @@ from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
 from boxmaker.memoryd.index import retrievals
 from boxmaker.memoryd.items.store import Item, is_item_id
 from boxmaker.memoryd.review import feedback as metamemory
-from boxmaker.memoryd.sentences import Refusal, identity, promotion
+from boxmaker.memoryd.sentences import Code, Refusal, identity, promotion, unavailable
+from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
-from boxmaker.memoryd.write.actions import ProposeArgs
-from boxmaker.memoryd.write.writer import Answer, Caller
+from boxmaker.memoryd.write.writer import Answer, Caller, Writer
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import Label
-
-if TYPE_CHECKING:
-    from boxmaker.memoryd.service import Memoryd
 
 PENDING = "pending-review"
 ACCEPTED = "accepted"
@@ -254,7 +251,7 @@ def _field(name: str, value: str, limit: int) -> str | Refusal:
     return text
 
 
-def propose(memory: Memoryd, caller: Caller, args: ProposeArgs) -> Answer:
+def propose(writer: Writer, controls: Controls, caller: Caller, args: ProposeArgs) -> Answer:
     """File a proposal (status pending-review) for `caller`, or refuse with nothing written.
 
     Refusals: ``refused:arguments`` (lengths, the target's form), a write-check code on any text
@@ -280,22 +277,22 @@ def propose(memory: Memoryd, caller: Caller, args: ProposeArgs) -> Answer:
     wanted = list(dict.fromkeys(r.strip() for r in refs))
     if not wanted or not all(wanted):
         return Answer.refused(promotion.NO_SUPPORT)
-    path = memory.store.proposals_path
-    with memory.writer.lock:
+    path = writer.store.proposals_path
+    with writer.lock:
         try:
             events = read_events(path)
-            items = memory.writer.items.items()
-            excluded = memory.controls.exclusion()
-            problems = (ref_problem(ref, items, excluded, memory.store.dir) for ref in wanted)
+            items = writer.items.items()
+            excluded = controls.exclusion()
+            problems = (ref_problem(ref, items, excluded, writer.store.dir) for ref in wanted)
             problem = next((p for p in problems if p is not None), None)
         except OSError as exc:
-            return Answer(f"{exc}; nothing was written", "refused:unavailable")
+            return Answer.refused(unavailable(str(exc)))
         if problem is not None:
             return Answer.refused(problem)
         for existing in fold(events).values():
             if existing.status == PENDING and (existing.target, existing.proposed_change) == (target, change):
                 return Answer.refused(promotion.proposal_duplicate(existing.proposal_id))
-        reserved = memory.journal.reserve()
+        reserved = writer.journal.reserve()
         event = {
             "event": "proposal",
             "proposal_id": next_id(events, reserved.moment.date()),
@@ -320,7 +317,7 @@ def propose(memory: Memoryd, caller: Caller, args: ProposeArgs) -> Answer:
             "after": [],
             "proposals": [event],
         }
-        line = memory.journal.commit(Change(entry, [_append(event)], reserved=reserved))
+        line = writer.journal.commit(Change(entry, [_append(event)], reserved=reserved))
     count = independent(wanted, items)
     return Answer(promotion.proposed(str(event["proposal_id"]), len(wanted), count), "ok", str(line["id"]))
 
@@ -332,25 +329,25 @@ def _append(event: dict[str, Any]) -> Append:
 # The owner's decisions ---------------------------------------------------------------------------
 
 
-def decide(memory: Memoryd, ident: str, accept: bool, untrusted_ok: bool = False) -> Answer:
+def decide(writer: Writer, ident: str, accept: bool, untrusted_ok: bool = False) -> Answer:
     """The owner's accept (the rule appended to conventions.md) or reject of a pending proposal, in
     one journal commit; refused with nothing written: ``refused:not-found``, ``refused:decided``,
     ``refused:untrusted`` (accepting a proposal filed by a session that had read untrusted content
     needs `untrusted_ok`),
     ``refused:duplicate`` (conventions.md already holds the rule), ``refused:limit`` (2,000 characters,
     or soul.md with conventions.md over 4,000), a write-check code, ``refused:unavailable``."""
-    with memory.writer.lock:
+    with writer.lock:
         try:
-            found = fold(read_events(memory.store.proposals_path)).get(ident)
+            found = fold(read_events(writer.store.proposals_path)).get(ident)
         except OSError as exc:
-            return Answer(f"{exc}; nothing was changed", "refused:unavailable")
+            return Answer.refused(unavailable(str(exc), "nothing was changed"))
         if found is None:
             return Answer.refused(promotion.proposal_not_found(ident))
         if found.status != PENDING:
             return Answer.refused(promotion.proposal_decided(ident, found.status))
         if accept and found.label.untrusted and not untrusted_ok:
             return Answer.refused(promotion.proposal_untrusted(ident, found.proposed_by))
-        reserved = memory.journal.reserve()
+        reserved = writer.journal.reserve()
         decision = {
             "event": "decision",
             "proposal_id": ident,
@@ -370,16 +367,16 @@ def decide(memory: Memoryd, ident: str, accept: bool, untrusted_ok: bool = False
             entry.update(
                 action="reject-proposal", file=PROPOSALS_FILE, where=PROPOSALS_FILE, before=[], after=[]
             )
-            memory.journal.commit(Change(entry, [_append(decision)], reserved=reserved))
+            writer.journal.commit(Change(entry, [_append(decision)], reserved=reserved))
             return Answer(promotion.rejected_proposal(ident, reserved.id), "ok", reserved.id)
         try:
-            soul = memory.store.read_soul()
-            current = memory.store.read_conventions()
+            soul = writer.store.read_soul()
+            current = writer.store.read_conventions()
         except (FileUnreadable, FileOverLimit) as exc:
-            return Answer(f"{exc}; nothing was written", "refused:unavailable")
+            return Answer.refused(unavailable(str(exc)))
         outcome = edits.add(CONVENTIONS, current.entries, found.proposed_change)
         if isinstance(outcome, Refusal):
-            if outcome.code == "refused:limit":
+            if outcome.code == Code.LIMIT:
                 size = len(render_entries((*current.entries, prepare(found.proposed_change))))
                 return Answer.refused(promotion.conventions_limit(CONVENTIONS.name, size, CONVENTIONS.limit))
             return Answer.refused(outcome)
@@ -395,22 +392,22 @@ def decide(memory: Memoryd, ident: str, accept: bool, untrusted_ok: bool = False
         )
         rewrite = Rewrite(CONVENTIONS.name, current.raw, file_content(outcome.entries))
         change = Change(entry, [_append(decision)], rewrite, reserved)
-        memory.journal.commit(change)
+        writer.journal.commit(change)
     return Answer(promotion.accepted_proposal(ident, reserved.id, size, CONVENTIONS.limit), "ok", reserved.id)
 
 
 # The owner's listing -----------------------------------------------------------------------------
 
 
-def listing(memory: Memoryd, show_all: bool) -> tuple[str, list[dict[str, Any]]] | Refusal:
+def listing(writer: Writer, show_all: bool) -> tuple[str, list[dict[str, Any]]] | Refusal:
     """The pending proposals (every one with `show_all`), oldest first: text and data. Each row
     carries its refs, how many are independent, and ``eligible`` (at least `ELIGIBLE`): eligible for
     the owner's review, never authorised."""
     try:
-        found = fold(read_events(memory.store.proposals_path))
-        items = memory.writer.items.items()
+        found = fold(read_events(writer.store.proposals_path))
+        items = writer.items.items()
     except OSError as exc:
-        return Refusal("refused:unavailable", f"{exc}; nothing to list")
+        return unavailable(str(exc), "nothing to list")
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
     for proposal in found.values():
@@ -449,3 +446,20 @@ def _describe(proposal: Proposal, count: int) -> list[str]:
         f"  benefit: {escape_line(proposal.expected_benefit)}",
         f"  risk: {escape_line(proposal.risk)}",
     ]
+
+
+_Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class ProposeArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``{"action": "propose", "target", "text", "refs": [...], "benefit", "risk"}``: a promotion or
+    memory-policy proposal (seed 003 sections 17 and 23.5; `proposals`). `text` is the proposed rule
+    (stored as ``proposed_change``), `refs` the supporting references (``supporting_refs``), `benefit`
+    and `risk` the expected benefit and the risk. Lengths and content are checked by `proposals.propose`."""
+
+    action: str
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=120)]
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+    refs: Annotated[list[_Ref], msgspec.Meta(min_length=1, max_length=20)]
+    benefit: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+    risk: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]

@@ -29,3 +29,9 @@ def replay_not_empty(path: str) -> Refusal:
 def unwritable(path: str, why: str) -> Refusal:
     """An export or a replay cannot write its target."""
     return Refusal(Code.UNAVAILABLE, f"{path} cannot be written ({why}); nothing was written")
+
+
+def archive_unwritable(why: str) -> Refusal:
+    """The owner's ``bxctl memory archive`` could not write the archive (the journal's intent completes
+    a commit that was cut off)."""
+    return Refusal(Code.UNAVAILABLE, f"the archive cannot be written ({why}); run it again")

@@ -25,6 +25,7 @@ The answer is the surface receipt of seed 12.1, built from what memoryd knows, n
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from typing import Any
 from boxmaker.memoryd.files.entries import BY_NAME, IDENTITY_FILES
 from boxmaker.memoryd.files.journal import Append, Change, Journal
 from boxmaker.memoryd.files.store import FileUnreadable, Store
-from boxmaker.memoryd.sentences import Refusal, identity, withdrawal
+from boxmaker.memoryd.sentences import Refusal, identity, unavailable, withdrawal
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.exclusion import from_chains, withdrawn_entries
 from boxmaker.memoryd.withdrawal.records import (
@@ -54,6 +55,8 @@ from boxmaker.memoryd.withdrawal.records import (
 )
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION
+
+log = logging.getLogger("boxmaker.memoryd")
 
 CONTEXT = (
     "a conversation that already read this text still holds it; memoryd cannot erase it from a "
@@ -417,3 +420,22 @@ def _describe(scope: Scope) -> str:
 
 def _noun(count: int, word: str) -> str:
     return word if count == 1 else word + "s"
+
+
+def withdraw(
+    withdrawals: Withdrawals,
+    scope: Scope,
+    reason: str,
+    *,
+    session: str = OWNER_SESSION,
+    call: str = "",
+    supersedes: str | None = None,
+) -> Receipt | Refusal:
+    """Withdraw `scope` (`Withdrawals.withdraw`), a file that cannot be read becoming
+    ``refused:unavailable`` (nothing recorded): the `memory` action ``forget`` and the owner's
+    ``bxctl memory withdraw`` both come here."""
+    try:
+        return withdrawals.withdraw(scope, reason, session=session, call=call, supersedes=supersedes)
+    except (FileUnreadable, OSError) as exc:
+        log.error("withdrawal refused: %s", exc)
+        return unavailable(str(exc), "nothing was recorded")

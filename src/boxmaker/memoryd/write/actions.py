@@ -25,7 +25,7 @@ import msgspec
 
 from boxmaker.memoryd.check.rules import check_text
 from boxmaker.memoryd.files.edits import Item
-from boxmaker.memoryd.sentences import Refusal, capture, identity, promotion
+from boxmaker.memoryd.sentences import Refusal, capture, identity
 
 FileKey: TypeAlias = Literal["memory", "user"]
 KindKey: TypeAlias = Literal["state", "knowledge"]
@@ -98,90 +98,10 @@ class Consolidate(_Action, frozen=True, tag="consolidate"):
 MemoryAction: TypeAlias = Add | Replace | Remove | Note | Consolidate
 
 
-class TiersArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``{"action": "tiers", "untrusted": bool = false}``: the tiering listing (M5d 4.4; DESIGN 11)."""
-
-    action: str
-    untrusted: bool = False
-
-
-def parse_tiers(arguments: dict[str, Any]) -> TiersArgs | Refusal:
-    """The `memory` tool's `tiers` action, or ``refused:arguments``."""
-    result: TiersArgs | Refusal = _convert(arguments, TiersArgs)
-    return result
-
-
-class ForgetArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``{"action": "forget", "items": [mem ids], "sessions": [session ids], "reason"?}``: withdraw
-    captured items and sessions on the owner's request (seed 003 sections 12.1-12.2). At least one
-    item or session; `reason` one of `controls.REASONS` (default ``owner-decision``)."""
-
-    action: str
-    items: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
-    sessions: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
-    reason: str = "owner-decision"
-
-
-def parse_forget(arguments: dict[str, Any]) -> ForgetArgs | Refusal:
-    """The `memory` tool's `forget` action, or ``refused:arguments``."""
-    result: ForgetArgs | Refusal = _convert(arguments, ForgetArgs)
-    return result
-
-
-class IndexArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``{"action": "index"}``: memory/index.md, the agent's warm entry (seed 003 section 10)."""
-
-    action: str
-
-
-class TopicArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``{"action": "topic", "topic": "<name>"}``: one topic page (seed 003 section 11); ``.md`` may
-    be given or not."""
-
-    action: str
-    topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
-
-
-def parse_read(arguments: dict[str, Any]) -> IndexArgs | TopicArgs | Refusal:
-    """The `memory` tool's `index` or `topic` action, or ``refused:arguments``."""
-    kind = TopicArgs if arguments.get("action") == "topic" else IndexArgs
-    result: IndexArgs | TopicArgs | Refusal = _convert(arguments, kind)
-    return result
-
-
-class ProposeArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``{"action": "propose", "target", "text", "refs": [...], "benefit", "risk"}``: a promotion or
-    memory-policy proposal (seed 003 sections 17 and 23.5; `proposals`). `text` is the proposed rule
-    (stored as ``proposed_change``), `refs` the supporting references (``supporting_refs``), `benefit`
-    and `risk` the expected benefit and the risk. Lengths and content are checked by `proposals.propose`."""
-
-    action: str
-    target: Annotated[str, msgspec.Meta(min_length=1, max_length=120)]
-    text: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
-    refs: Annotated[list[_Ref], msgspec.Meta(min_length=1, max_length=20)]
-    benefit: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
-    risk: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
-
-
-def parse_propose(arguments: dict[str, Any]) -> ProposeArgs | Refusal:
-    """The `memory` tool's `propose` action, or ``refused:arguments`` (no refs: ``refused:refs``)."""
-    if not arguments.get("refs") and isinstance(arguments.get("refs", []), list):
-        return promotion.NO_SUPPORT
-    result: ProposeArgs | Refusal = _convert(arguments, ProposeArgs)
-    return result
-
-
-class RecallArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``{"query": string, "k": integer}``; `k` 1 to 10, default 5."""
-
-    query: str
-    k: Annotated[int, msgspec.Meta(ge=1, le=10)] = 5
-
-
 _LENGTH = re.compile(r"^Expected `(str|array)` of length ([<>]=) ([0-9]+) - at `\$\.([^`]+)`\Z")
 
 
-def _convert(value: dict[str, Any], kind: Any) -> Any:
+def convert(value: dict[str, Any], kind: Any) -> Any:
     try:
         return msgspec.convert(value, kind, strict=True)
     except msgspec.ValidationError as exc:
@@ -205,7 +125,7 @@ def parse_memory(arguments: dict[str, Any]) -> MemoryAction | Refusal:
     ``refused:subject`` for a state item without a subject: `capture_fields`)."""
     if "action" not in arguments:
         return identity.arguments("missing required field `action`")
-    result: MemoryAction | Refusal = _convert(arguments, MemoryAction)
+    result: MemoryAction | Refusal = convert(arguments, MemoryAction)
     if isinstance(result, (Note, Add)):
         fields = capture_fields(result)
         if isinstance(fields, Refusal):
@@ -291,12 +211,6 @@ def capture_fields(action: Note | Add) -> CaptureFields | Refusal:
         corroborating_refs=tuple(refs),
         inspired_by=checked["inspired_by"],
     )
-
-
-def parse_recall(arguments: dict[str, Any]) -> RecallArgs | Refusal:
-    """The `recall` tool's arguments, or ``refused:arguments`` (k outside 1..10, wrong types)."""
-    result: RecallArgs | Refusal = _convert(arguments, RecallArgs)
-    return result
 
 
 def items(raw: list[RawItem]) -> list[Item] | Refusal:

@@ -33,13 +33,13 @@ content never changes a trusted item (``refused:tainted``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from boxmaker.memoryd import sentences
 from boxmaker.memoryd.files.journal import Append, Change, Reserved, encode_line
 from boxmaker.memoryd.files.names import ITEMS_FILE
-from boxmaker.memoryd.items.projections import slugify
+from boxmaker.memoryd.items.projections import Excluded, nothing_excluded, slugify
 from boxmaker.memoryd.items.store import Item, active_by_subject, is_item_id, label_of, merge_source
 from boxmaker.memoryd.sentences import Refusal, capture, dream, review
 from boxmaker.memoryd.write.actions import check_field
@@ -50,14 +50,6 @@ from boxmaker.proto.labels import Label
 SETTABLE = ("active", "stale", "pending-cleanup")
 #: The statuses only the owner sets.
 OWNER_ONLY = ("active", "stale")
-
-
-Excluded = Callable[[Item], bool]
-
-
-def _nothing(item: Item) -> bool:
-    del item
-    return False
 
 
 def supersede_event(prior: Item, current: Item, subject: str, by: str, reserved: Reserved) -> dict[str, Any]:
@@ -76,7 +68,9 @@ def supersede_event(prior: Item, current: Item, subject: str, by: str, reserved:
     }
 
 
-def supersede(writer: Writer, old: str, new: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
+def supersede(
+    writer: Writer, old: str, new: str, by: Caller, excluded: Excluded = nothing_excluded
+) -> Answer:
     """Record that item `new` supersedes item `old` (module docstring), or refuse.
 
     Returns:
@@ -124,7 +118,9 @@ def _decide_supersede(items: dict[str, Item], old: str, new: str, by: Caller) ->
     return prior, current
 
 
-def set_status(writer: Writer, ident: str, status: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
+def set_status(
+    writer: Writer, ident: str, status: str, by: Caller, excluded: Excluded = nothing_excluded
+) -> Answer:
     """Set item `ident`'s status (module docstring), or refuse.
 
     Returns:
@@ -260,7 +256,7 @@ def _one_event(writer: Writer, by: Caller, action: str, event: dict[str, Any]) -
     return str(line["id"])
 
 
-def cool(writer: Writer, ident: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
+def cool(writer: Writer, ident: str, by: Caller, excluded: Excluded = nothing_excluded) -> Answer:
     """Demote knowledge item `ident` (seed 003 section 14.3's cooling; event and action ``cool``):
     its topic shows it under "Historical lessons" and index.md's recent activity leaves it out.
     Refused: not knowledge (``refused:kind``), already cooled or merged (``refused:status``),
@@ -283,7 +279,7 @@ def cool(writer: Writer, ident: str, by: Caller, excluded: Excluded = _nothing) 
     return Answer(dream.cooled(ident), sentences.OK, edit)
 
 
-def warm(writer: Writer, ident: str, by: Caller, excluded: Excluded = _nothing) -> Answer:
+def warm(writer: Writer, ident: str, by: Caller, excluded: Excluded = nothing_excluded) -> Answer:
     """Undo `cool` (the owner's ``bxctl memory warm``; event and action ``warm``); refused when the
     item is not cooled (``refused:status``).
 
@@ -307,7 +303,7 @@ def assign(
     triggers: Sequence[str],
     by: Caller,
     *,
-    excluded: Excluded = _nothing,
+    excluded: Excluded = nothing_excluded,
 ) -> Answer:
     """Give item `ident` a topic (a slug, `projections.slugify`) and triggers (event and action
     ``assign``): the projections put it on ``topics/<topic>.md`` and add its triggers to the topic's.
@@ -342,7 +338,7 @@ def assign(
 
 
 def merge(
-    writer: Writer, members: Sequence[str], text: str, by: Caller, excluded: Excluded = _nothing
+    writer: Writer, members: Sequence[str], text: str, by: Caller, excluded: Excluded = nothing_excluded
 ) -> Answer:
     """Fold two or more knowledge items into one consolidated item (seed 003 section 14.3), or refuse.
 

@@ -1,0 +1,84 @@
+"""The owner's edits of identity and notes, and the review of staged writes (M5a sections 5 and 10):
+``undo``, ``pending``, ``accept``, ``reject``, ``add``, ``note``; each write goes through the writer with
+every rule, journalled as the owner's."""
+
+from __future__ import annotations
+
+from boxmaker.memoryd.admin.arguments import valid
+from boxmaker.memoryd.admin.command import Command
+from boxmaker.memoryd.admin.replies import answer
+from boxmaker.memoryd.files import pending
+from boxmaker.memoryd.files.entries import IDENTITY_FILES
+from boxmaker.memoryd.memory import Memory
+from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.write.actions import Add, parse_memory
+from boxmaker.memoryd.write.writer import OWNER, guarded
+from boxmaker.proto.errors import InvalidBody
+from boxmaker.proto.escape import escape_line
+from boxmaker.proto.ids import parse_edit_id, parse_pending_id
+from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
+
+
+def _undo(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    wanted = request.arg or None
+    if wanted is not None:
+        valid(parse_edit_id, wanted)
+    return answer(guarded(lambda: memory.writer.undo(wanted)))
+
+
+def _pending(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    del request
+    staged = pending.pending(memory.store.pending_path)
+    if not staged:
+        return MemoryAdminReply("(nothing is waiting for review)", [])
+    lines = []
+    for event in staged:
+        args = event["arguments"]
+        head = [str(event.get(k, "?")) for k in ("id", "time")] + [
+            str(args.get(k, "?")) for k in ("action", "file")
+        ]
+        lines.append(
+            escape_line(f"{head[0]}  {head[1]}  {head[2]} {head[3]}.md  session {event.get('session', '?')}")
+        )
+        for key in ("old", "text"):
+            if key in args:
+                lines.append(f"  {key}: {escape_line(str(args[key]))}")
+        entries = args.get("entries")
+        for item in entries if isinstance(entries, list) else []:
+            lines.append(f"  item: {escape_line(str(item))}")
+    return MemoryAdminReply("\n".join(lines), staged)
+
+
+def _accept(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    valid(parse_pending_id, request.arg)
+    return answer(guarded(lambda: memory.writer.accept(request.arg)))
+
+
+def _reject(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    valid(parse_pending_id, request.arg)
+    return answer(guarded(lambda: memory.writer.reject(request.arg)))
+
+
+def _add(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    file, text = request.args.get("file"), request.args.get("text")
+    if file not in IDENTITY_FILES or not isinstance(text, str):
+        raise InvalidBody("memory_admin", 'add takes args {"file": "memory" or "user", "text": string}')
+    return answer(guarded(lambda: memory.writer.memory(OWNER, Add(file=file, text=text))))
+
+
+def _note(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    fields = {k: v for k, v in request.args.items() if v is not None}
+    action = parse_memory({"action": "note", "text": request.arg, **fields})
+    if isinstance(action, Refusal):
+        return MemoryAdminReply(action.sentence, {"code": action.code, "edit": None})
+    return answer(guarded(lambda: memory.writer.memory(OWNER, action)))
+
+
+COMMANDS = (
+    Command("undo", _undo),
+    Command("pending", _pending, takes_arg=False),
+    Command("accept", _accept),
+    Command("reject", _reject),
+    Command("add", _add, args=frozenset({"file", "text"}), takes_arg=False),
+    Command("note", _note, args=frozenset({"kind", "subject", "confidence", "scope"})),
+)
