@@ -22,15 +22,13 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from boxmaker.brokerd.broker import Broker
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import COMPLETED, PARTIAL, Scrubber
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.messages import BrokerAdmin, BrokerAdminReply
-
-if TYPE_CHECKING:
-    from boxmaker.brokerd.service import Brokerd
 
 log = logging.getLogger("boxmaker.brokerd.erase")
 
@@ -92,13 +90,13 @@ def _sessions_held(broker_dir: Path, labels: dict[Path, str]) -> list[str]:
     return sorted(held)
 
 
-def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
+def handle(broker: Broker, request: BrokerAdmin) -> BrokerAdminReply:
     """``erase-plan`` or ``erase``; a malformed request answers ``refused:arguments``."""
     try:
         sessions, texts, erasure_id = _parse(request.args)
     except BadRequest as exc:
         return BrokerAdminReply(text=f"refused (arguments): {exc}", data={"code": "refused:arguments"})
-    broker_dir = broker.config.layout.broker
+    broker_dir = broker.layout.broker
     labels = {broker.labels.folder / f"{s}.json": s for s in sessions}
     scrubber = Scrubber(texts, erasure_id)
     if request.command == "erase-plan":
@@ -128,7 +126,7 @@ def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
             log.error("erasure: cannot remove %s: %s", path, exc)
             done.append(erasure.holder(f"broker/sessions/{session}.json", PARTIAL, "write-failed"))
     results: dict[str, tuple[str, str | None]] = {AUDIT_HOLDER: (COMPLETED, None)}
-    with broker.audit._lock:  # no audit line is appended while a month's file is rewritten
+    with broker.audit.paused():  # no audit line is appended while a month's file is rewritten
         for path in _files(broker_dir, set(labels)):
             ref = _holder_of(broker_dir, path)
             results.setdefault(ref, (COMPLETED, None))
