@@ -96,27 +96,37 @@ def handle(broker: Broker, request: BrokerAdmin) -> BrokerAdminReply:
         sessions, texts, erasure_id = _parse(request.args)
     except BadRequest as exc:
         return BrokerAdminReply(text=f"refused (arguments): {exc}", data={"code": "refused:arguments"})
-    broker_dir = broker.layout.broker
     labels = {broker.labels.folder / f"{s}.json": s for s in sessions}
     scrubber = Scrubber(texts, erasure_id)
     if request.command == "erase-plan":
-        holders = [
-            {"holder_ref": f"broker/sessions/{s}.json", "holds": int(p.exists()), "result": COMPLETED}
-            for p, s in labels.items()
-        ]
-        holds: dict[str, int] = {AUDIT_HOLDER: 0}
-        for path in _files(broker_dir, set(labels)):
-            before = scrubber.count
-            data = path.read_bytes()
-            scrubber.jsonl(data) if path.name.endswith(".jsonl") else scrubber.raw(data)
-            ref = _holder_of(broker_dir, path)
-            holds[ref] = holds.get(ref, 0) + scrubber.count - before
-        holders += [{"holder_ref": ref, "holds": n, "result": COMPLETED} for ref, n in holds.items()]
-        lines = ["brokerd:"] + [f"  {h['holder_ref']}: {h['holds']}" for h in holders]
-        held = _sessions_held(broker_dir, labels)
-        return BrokerAdminReply(
-            text="\n".join(lines), data={"code": "ok", "holders": holders, "sessions_held": held}
-        )
+        return _plan(broker.layout.broker, labels, scrubber)
+    return _erase(broker, labels, scrubber)
+
+
+def _plan(broker_dir: Path, labels: dict[Path, str], scrubber: Scrubber) -> BrokerAdminReply:
+    """What brokerd holds of the scope, by holder; changes nothing."""
+    holders = [
+        {"holder_ref": f"broker/sessions/{s}.json", "holds": int(p.exists()), "result": COMPLETED}
+        for p, s in labels.items()
+    ]
+    holds: dict[str, int] = {AUDIT_HOLDER: 0}
+    for path in _files(broker_dir, set(labels)):
+        before = scrubber.count
+        data = path.read_bytes()
+        scrubber.jsonl(data) if path.name.endswith(".jsonl") else scrubber.raw(data)
+        ref = _holder_of(broker_dir, path)
+        holds[ref] = holds.get(ref, 0) + scrubber.count - before
+    holders += [{"holder_ref": ref, "holds": n, "result": COMPLETED} for ref, n in holds.items()]
+    lines = ["brokerd:"] + [f"  {h['holder_ref']}: {h['holds']}" for h in holders]
+    held = _sessions_held(broker_dir, labels)
+    return BrokerAdminReply(
+        text="\n".join(lines), data={"code": "ok", "holders": holders, "sessions_held": held}
+    )
+
+
+def _erase(broker: Broker, labels: dict[Path, str], scrubber: Scrubber) -> BrokerAdminReply:
+    """Remove the label files, then scrub every other file under ``broker/``; each holder's result."""
+    broker_dir = broker.layout.broker
     done: list[dict[str, Any]] = []
     for path, session in labels.items():
         try:
