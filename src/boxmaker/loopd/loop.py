@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from boxmaker.loopd import erase
 from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.compact import Summariser, describe
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
 from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
+from boxmaker.loopd.open_sessions import Erased, OpenSessions
 from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id
 from boxmaker.loopd.slots import Priority, priority
 from boxmaker.loopd.summaries import Summaries
@@ -45,8 +45,6 @@ log = logging.getLogger("boxmaker.loopd")
 _CALL_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-#: How many sessions a loop keeps open in memory; others are read from disk when they are used.
-OPEN_SESSIONS = 64
 #: Seconds before a compaction that failed is tried again when it is merely due (not needed to fit).
 COMPACT_RETRY_S = 300.0
 
@@ -176,6 +174,8 @@ class Loop:
             must say so with `NoMemory`).
         system_prompt: returns ``system.md``'s text, read for each new session (and new epoch).
         settings: slots, limits and compaction.
+        rescrub: scrubs a session's files again of the erasures it was live for (`erase.rescrub`),
+            called before memoryd hears of its new records.
         compact_prompt: returns ``compact.md``'s text (default: the packaged starter).
         summaries: runs tool-output summaries after turns (M5d 4.3); None: none are made.
         now: the clock.
@@ -191,6 +191,7 @@ class Loop:
         system_prompt: Callable[[], str],
         *,
         settings: LoopSettings,
+        rescrub: Callable[[Session, list[Erased]], None],
         compact_prompt: Callable[[], str] | None = None,
         summaries: Summaries | None = None,
         now: Callable[[], dt.datetime] = utc_now,
@@ -208,16 +209,12 @@ class Loop:
         self.settings = settings
         self.now = now
         self.new_id = new_id
-        self._open: dict[str, Session] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
-        self._compacting: set[str] = set()
+        self.rescrub = rescrub
+        #: The sessions held in memory, their turn locks, the compactions under way, and the erasures
+        #: each open session was live for (seed 003 section 12.3; `erase.keep_live`).
+        self.open_sessions = OpenSessions()
         #: Whether a session is a run of a maintenance job (autodream): the scheduler sets it.
         self.maintenance: Callable[[str], bool] = lambda _: False
-        #: Erasures a session was live for (seed 003 section 12.3; `erase.keep_live`): per session id,
-        #: (erasure id, the erased texts). In memory only, never on disk; dropped when the session
-        #: leaves `_open` (evicted, forgotten, discarded) or loopd stops.
-        self.erased_live: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
 
     # Sessions ------------------------------------------------------------------------------------
 
@@ -235,13 +232,9 @@ class Loop:
 
     def _session(self, session_id: str, background: bool = False) -> Session:
         """The open session `session_id`, opening or creating it (the caller holds its lock)."""
-        with self._guard:
-            known = self._open.pop(session_id, None)
-            if known is not None and known.unchanged():
-                self._open[session_id] = known  # most recently used last
-                return known
+        known = self.open_sessions.reuse(session_id)
         if known is not None:
-            log.warning("session %s changed on disk outside loopd; reading it again", session_id)
+            return known
         if Session.started(self.sessions, session_id):
             session = Session.open(self.sessions, session_id)
         else:
@@ -255,25 +248,8 @@ class Loop:
                 ) from None
             slot = self.settings.background_slot if background else self.settings.main_slot
             session = Session.create(self.sessions, session_id, baseline, slot, self.now)
-        with self._guard:
-            self._open[session_id] = session
-            self._evict()
+        self.open_sessions.add(session)
         return session
-
-    def _evict(self) -> None:
-        """Keep at most `OPEN_SESSIONS` sessions in memory, dropping the least recently opened ones
-        that no turn is using (they open again from disk). The caller holds `_guard`."""
-        for name in list(self._open):
-            if len(self._open) <= OPEN_SESSIONS:
-                break
-            lock = self._locks.get(name)
-            if lock is not None and not lock.locked():
-                del self._open[name]  # its lock stays: a thread may be about to take it
-                self.erased_live.pop(name, None)
-
-    def _lock(self, session_id: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(session_id, threading.Lock())
 
     # Turns -------------------------------------------------------------------------------------------
 
@@ -296,7 +272,7 @@ class Loop:
             raise TurnFailed(
                 "invalid-text", "the message is not valid Unicode (it holds a lone surrogate)", ""
             )
-        with self._lock(session_id):
+        with self.open_sessions.lock(session_id):
             fresh = not Session.started(self.sessions, session_id)
             try:
                 session = self._session(session_id, background)
@@ -312,8 +288,7 @@ class Loop:
                 raise
             except (OSError, SessionError) as exc:  # the log could not be written: say so, keep serving
                 self.scrub_erased(session)
-                with self._guard:
-                    self._open.pop(session_id, None)  # read it again from disk next time
+                self.open_sessions.drop(session_id)  # read it again from disk next time
                 raise TurnFailed(
                     "session-damaged",
                     f"session {session_id}: cannot write its log ({exc})",
@@ -322,9 +297,7 @@ class Loop:
 
     def _discard(self, session: Session) -> None:
         """Remove a session this turn created and never used (only its own two files)."""
-        with self._guard:
-            self._open.pop(session.id, None)
-            self.erased_live.pop(session.id, None)
+        self.open_sessions.forget(session.id)
         for name in ("0.jsonl", "0.baseline.json"):
             (session.folder / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
@@ -362,8 +335,7 @@ class Loop:
 
     def compacting(self) -> list[str]:
         """The sessions being compacted now (their next turn waits), sorted."""
-        with self._guard:
-            return sorted(self._compacting)
+        return self.open_sessions.compacting()
 
     def compact(self, session: Session, why: str) -> None:
         """Summarise the current epoch on the background slot and go on in the next (M5d 3.4-3.5).
@@ -375,13 +347,8 @@ class Loop:
                 or the new epoch's files could not be written; the session stays on its epoch (or, if
                 `epoch_end` was written, is finished at its next open).
         """
-        with self._guard:
-            self._compacting.add(session.id)
-        try:
+        with self.open_sessions.compaction(session.id):
             self._compact(session, why)
-        finally:
-            with self._guard:
-                self._compacting.discard(session.id)
 
     def _compact(self, session: Session, why: str) -> None:
         started = time.monotonic()
@@ -422,9 +389,8 @@ class Loop:
 
     def _compact_later(self, session_id: str) -> None:
         """After a turn: compact in the background if it is due (the next turn waits for it)."""
-        with self._lock(session_id):
-            with self._guard:
-                session = self._open.get(session_id)
+        with self.open_sessions.lock(session_id):
+            session = self.open_sessions.get(session_id)
             if session is None or not session.unchanged():
                 return
             with contextlib.suppress(TurnFailed):  # logged; the next turn says it to the owner
@@ -573,10 +539,8 @@ class Loop:
 
     def forget(self, session_id: str) -> None:
         """Drop a session from memory (it is opened again from disk next time)."""
-        with self._lock(session_id):
-            self._open.pop(session_id, None)
-            with self._guard:
-                self.erased_live.pop(session_id, None)
+        with self.open_sessions.lock(session_id):
+            self.open_sessions.forget(session_id)
 
     # Erasure (seed 003 section 12.3; `erase`) -------------------------------------------------------
 
@@ -589,7 +553,6 @@ class Loop:
     def scrub_erased(self, session: Session) -> None:
         """Scrub the session's files again of every erasure that ran while it was live (a turn that
         was running then logs records, such as a recall result, that may quote an erased text)."""
-        with self._guard:
-            pending = list(self.erased_live.get(session.id, ()))
+        pending = self.open_sessions.erased(session.id)
         if pending:
-            erase.rescrub(session, pending)
+            self.rescrub(session, pending)

@@ -134,6 +134,7 @@ class Server:
             memory,
             lambda: config.system_prompt.read_text(encoding="utf-8"),
             settings=settings,
+            rescrub=erase.rescrub,
             compact_prompt=lambda: config.compact_prompt.read_text(encoding="utf-8"),
             summaries=self.summaries,
         )
