@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boxmaker.loopd import erase
-from boxmaker.loopd.loop import Loop, LoopSettings, TurnFailed, cap_sentence, not_run_sentence
+from boxmaker.loopd.loop import Loop, LoopSettings
 from boxmaker.loopd.memory import MemoryUnavailable, NoMemory
 from boxmaker.loopd.model import ModelClient
 from boxmaker.loopd.session import Session, SessionError
 from boxmaker.loopd.tools import CORE_TOOL_NAMES, core_tools, route
+from boxmaker.loopd.turn import TurnFailed, cap_sentence, not_run_sentence
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import ToolRequest, ToolResponse
 from boxmaker.proto.records import Assistant, SessionStart, ToolResult, Usage, User, read_log

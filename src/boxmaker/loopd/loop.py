@@ -9,6 +9,10 @@ owner saying so, never a silent hang (hermes #42405).
 The owner's message is logged only once the model has answered it, so a failed turn (model down, the
 context full) leaves the log as it was. After a finished turn memoryd hears `session_updated`, best
 effort; not after a turn that stopped in the middle of its tool calls.
+
+`Loop` runs a turn's steps in order and compacts between them; the steps themselves (the model request,
+a tool call, the records they log) and what a turn ends with are in `boxmaker.loopd.turn`, the sessions
+it holds in memory in `boxmaker.loopd.open_sessions`.
 """
 
 from __future__ import annotations
@@ -16,34 +20,40 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.compact import Summariser, describe
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
-from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
+from boxmaker.loopd.model import ContextFull
 from boxmaker.loopd.open_sessions import Erased, OpenSessions
 from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id
 from boxmaker.loopd.slots import Priority, priority
 from boxmaker.loopd.summaries import Summaries
-from boxmaker.loopd.tools import core_tools, route
-from boxmaker.proto.errors import BoxmakerError
+from boxmaker.loopd.tools import core_tools
+from boxmaker.loopd.turn import (
+    SURROGATE,
+    CompactFailed,
+    Model,
+    TurnFailed,
+    TurnResult,
+    call_tool,
+    cap_sentence,
+    complete,
+    full_sentence,
+    log_reply,
+    log_result,
+    not_run_sentence,
+)
 from boxmaker.proto.ids import new_chat_session_id
-from boxmaker.proto.labels import Label
-from boxmaker.proto.messages import ToolRequest, ToolRun
-from boxmaker.proto.records import Assistant, ToolCall, ToolResult, Usage, User, format_time
+from boxmaker.proto.records import Assistant, User, format_time
 from boxmaker.proto.settings import packaged_starter
 
 log = logging.getLogger("boxmaker.loopd")
-
-_CALL_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Seconds before a compaction that failed is tried again when it is merely due (not needed to fit).
 COMPACT_RETRY_S = 300.0
@@ -52,87 +62,6 @@ COMPACT_RETRY_S = 300.0
 def utc_now() -> dt.datetime:
     """The current time, in UTC."""
     return dt.datetime.now(dt.UTC)
-
-
-class Model(Protocol):
-    """What the loop needs of a model server (`boxmaker.loopd.model.ModelClient`)."""
-
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        slot: int | None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        """One chat completion; see `ModelClient.complete`."""
-        ...
-
-
-def _room_for_reply(exc: ContextFull, max_tokens: int | None) -> int | None:
-    """The reply budget that fits when the prompt alone fits but prompt + `max_tokens` does not."""
-    if max_tokens is None or exc.n_prompt is None or exc.n_ctx is None:
-        return None
-    room = exc.n_ctx - exc.n_prompt
-    return room if 0 < room < max_tokens else None
-
-
-def _full_sentence(session: Session, exc: ContextFull) -> str:
-    """What the owner reads when a request does not fit: a full session, or a message (or a start)
-    that could never fit."""
-    size = f" ({exc.n_prompt:,} tokens of {exc.n_ctx:,})" if exc.n_prompt and exc.n_ctx else ""
-    if session.turns == 0:
-        return (
-            f"the first message of session {session.id} does not fit the model's context{size}: send a "
-            "shorter message, or give the model server a larger context per slot (the session's start, "
-            "system.md with the memory block and the tool schemas, must fit with room to spare)"
-        )
-    return (
-        f"session {session.id} is full: the next request does not fit the model's context{size}; "
-        "start a new session, or send a shorter message if this one is long"
-    )
-
-
-class TurnFailed(BoxmakerError):
-    """Raised when a turn cannot be answered; `code` and `runbook` say why (DESIGN 10.5).
-
-    Codes: ``session_full`` (the context is full), ``memory-unavailable`` (a new session without its
-    memory block), ``model-unreachable``, ``model-error``, ``session-damaged``, ``invalid-session``,
-    ``invalid-text`` (a message holding a lone surrogate).
-    """
-
-    def __init__(self, code: str, message: str, runbook: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.runbook = runbook
-
-
-def cap_sentence(cap: int) -> str:
-    """The reply that ends a turn which reached its tool-call limit."""
-    return (
-        f"I stopped: this turn reached its limit of {cap:,} tool calls before I had an answer. "
-        "Tell me to go on, or narrow the request."
-    )
-
-
-def not_run_sentence(cap: int) -> str:
-    """The tool result of a call past the limit (the call did not run)."""
-    return f"not run: this turn reached its limit of {cap:,} tool calls"
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """What a finished turn gives the owner."""
-
-    session: str
-    turn: int
-    reply: str
-    tools: list[ToolRun] = field(default_factory=list)
-    untrusted: bool = False
-    cut: bool = False
-    epoch: int = 0
-    compacted: bool = False
-    warning: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +81,6 @@ class LoopSettings:
     threshold: float = 0.85
     summary_chars: int = 4000
     compact_after_turn: bool = False
-
-
-class CompactFailed(BoxmakerError):
-    """Raised when a compaction cannot finish; the session stays on its old epoch (runbook
-    session-compact-failed)."""
-
-    def __init__(self, session: str, why: str) -> None:
-        super().__init__(f"session {session} could not be compacted: {why}")
-        self.why = why
 
 
 class Loop:
@@ -268,7 +188,7 @@ class Loop:
             check_session_id(session_id)
         except SessionError as exc:
             raise TurnFailed("invalid-session", str(exc), "") from None
-        if _SURROGATE.search(text):
+        if SURROGATE.search(text):
             raise TurnFailed(
                 "invalid-text", "the message is not valid Unicode (it holds a lone surrogate)", ""
             )
@@ -410,17 +330,17 @@ class Loop:
         retried = False
         while True:
             try:
-                completion = self._complete(session, messages)
+                completion = complete(self.model, session, messages, self.settings.max_tokens)
             except ContextFull as exc:
                 if retried or not self._worth_compacting(session):
-                    raise TurnFailed("session_full", _full_sentence(session, exc), "session-full") from None
+                    raise TurnFailed("session_full", full_sentence(session, exc), "session-full") from None
                 retried = True
                 try:
                     self.compact(session, "the context was full")
                 except CompactFailed as failed:
                     raise TurnFailed(
                         "session_full",
-                        f"{_full_sentence(session, exc)}; and {failed}",
+                        f"{full_sentence(session, exc)}; and {failed}",
                         "session-compact-failed",
                     ) from None
                 # retry the owner's message once in the new epoch (logged once, there); a turn already
@@ -432,7 +352,7 @@ class Loop:
             if user is not None:
                 session.append(user)
                 user = None
-            self._log_reply(session, completion)
+            log_reply(session, completion, self.now)
             if not completion.tool_calls:
                 result.reply = completion.content or ""
                 result.cut = completion.finish_reason == "length"
@@ -441,35 +361,16 @@ class Loop:
             for call in completion.tool_calls:
                 if calls >= cap:
                     capped = True
-                    self._log_result(session, call, call.name, not_run_sentence(cap), NO_DATA)
+                    log_result(session, call, call.name, not_run_sentence(cap), NO_DATA, now=self.now)
                     continue
                 calls += 1
-                result.tools.append(self._call(session, call))
+                result.tools.append(call_tool(self.broker, session, call, self.now))
             if capped:
                 result.reply = cap_sentence(cap)
                 session.append(Assistant(time=format_time(self.now()), content=result.reply))
                 break
             messages = session.messages()
         return self._finish(session, result)
-
-    def _log_reply(self, session: Session, completion: Completion) -> None:
-        """Append the model's reply and its token counts."""
-        session.append(
-            Assistant(
-                time=format_time(self.now()),
-                content=completion.content,
-                reasoning_content=completion.reasoning,
-                tool_calls=completion.tool_calls,
-            )
-        )
-        session.append(
-            Usage(
-                time=format_time(self.now()),
-                prompt_n=completion.prompt_n,
-                cache_n=completion.cache_n,
-                predicted_n=completion.predicted_n,
-            )
-        )
 
     def _finish(self, session: Session, result: TurnResult) -> TurnResult:
         """After a finished turn: fill in the result, tell memoryd, start the tool summaries, and
@@ -485,57 +386,6 @@ class Loop:
         if self.settings.compact_after_turn and self._due(session):
             threading.Thread(target=self._compact_later, args=(session.id,), daemon=True).start()
         return result
-
-    def _complete(self, session: Session, messages: list[dict[str, Any]]) -> Completion:
-        """One request of the turn.
-
-        Raises:
-            ContextFull: the request does not fit (the caller compacts or gives up).
-            TurnFailed: the model server is unreachable or failed.
-        """
-        max_tokens = self.settings.max_tokens
-        try:
-            try:
-                return self.model.complete(messages, session.baseline.tools, session.slot, max_tokens)
-            except ContextFull as exc:
-                room = _room_for_reply(exc, max_tokens)
-                if room is None:
-                    raise
-                # a server that counts the reply's budget too (OpenAI-style): ask for what fits
-                return self.model.complete(messages, session.baseline.tools, session.slot, room)
-        except ContextFull:
-            raise
-        except ModelUnreachable as exc:
-            raise TurnFailed("model-unreachable", str(exc), "model-unreachable") from None
-        except ModelError as exc:
-            raise TurnFailed("model-error", str(exc), "model-error") from None
-
-    def _call(self, session: Session, call: ToolCall) -> ToolRun:
-        routed = route(call.name, call.arguments)
-        if routed.problem is not None:
-            self._log_result(session, call, routed.tool, routed.problem, NO_DATA)
-            return ToolRun(name=routed.tool, code="refused:invalid-arguments", label=NO_DATA)
-        call_id = call.id if _CALL_ID.match(call.id) else f"call-{len(session.records)}"
-        request = ToolRequest(
-            session=session.id, call_id=call_id, tool=routed.tool, arguments=routed.arguments
-        )
-        response = self.broker.call(request)
-        label = response.label or NO_DATA
-        output = _SURROGATE.sub("\ufffd", response.output)  # the model server takes only valid UTF-8
-        self._log_result(session, call, routed.tool, output, label)
-        return ToolRun(name=routed.tool, code=response.code, label=label)
-
-    def _log_result(self, session: Session, call: ToolCall, tool: str, content: str, label: Label) -> None:
-        session.append(
-            ToolResult(
-                time=format_time(self.now()),
-                call=tool,
-                tool_call_id=call.id,
-                content=content,
-                data_class=label.data_class,
-                untrusted=label.untrusted,
-            )
-        )
 
     def forget(self, session_id: str) -> None:
         """Drop a session from memory (it is opened again from disk next time)."""
