@@ -13,29 +13,10 @@ from typing import Any
 
 import click
 
-from boxmaker.bxctl import client, roles
+from boxmaker.bxctl import client
+from boxmaker.bxctl.options import ITEM_KINDS, json_option, memory_socket_option, memory_socket_path
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.messages import Reindex, Reindexed
-
-
-def memory_socket_option(func: Any) -> Any:
-    """The ``--memory-socket PATH`` option every memory command takes."""
-    return click.option(
-        "--memory-socket",
-        type=click.Path(path_type=Path, dir_okay=False),
-        help="memoryd's admin socket (default: [sockets] admin in {home}/config/memoryd.toml, "
-        "else {home}/run/owner-memory/admin.sock).",
-    )(func)
-
-
-def json_option(func: Any) -> Any:
-    """The ``--json`` flag of listing commands."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
-
-
-def _socket(state: State, path: Path | None) -> Path:
-    """``--memory-socket``, else ``[sockets] admin`` in {home}/config/memoryd.toml, else the default."""
-    return path or roles.MEMORYD.socket(state.layout)
 
 
 @click.command(name="reindex")
@@ -49,7 +30,7 @@ def reindex(state: State, memory_socket: Path | None) -> None:
         bxctl reindex
         reindexed: 42 logs, 1,208 records, 7 notes
     """
-    path = _socket(state, memory_socket)
+    path = memory_socket_path(state, memory_socket)
     reply = client.request("memoryd", path, Reindex(), timeout=3600.0)
     if not isinstance(reply, Reindexed):
         raise client.RoleRefused(f"memoryd answered {type(reply).__name__} to reindex")
@@ -86,7 +67,7 @@ def memory_log(state: State, count: int, memory_socket: Path | None, as_json: bo
     Example:
         bxctl memory log 5
     """
-    client.emit(client.admin(_socket(state, memory_socket), "log", str(count)), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "log", str(count)), as_json)
 
 
 @memory.command(name="undo")
@@ -103,7 +84,7 @@ def memory_undo(state: State, edit_id: str, memory_socket: Path | None, as_json:
     Example:
         bxctl memory undo 2026-09-24-0003
     """
-    client.emit(client.admin(_socket(state, memory_socket), "undo", edit_id), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "undo", edit_id), as_json)
 
 
 @memory.command(name="pending")
@@ -117,7 +98,7 @@ def memory_pending(state: State, memory_socket: Path | None, as_json: bool) -> N
     Example:
         bxctl memory pending --json
     """
-    client.emit(client.admin(_socket(state, memory_socket), "pending"), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "pending"), as_json)
 
 
 @memory.command(name="accept")
@@ -132,7 +113,7 @@ def memory_accept(state: State, pending_id: str, memory_socket: Path | None, as_
     Example:
         bxctl memory accept p-2026-09-24-0001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "accept", pending_id), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "accept", pending_id), as_json)
 
 
 @memory.command(name="reject")
@@ -147,7 +128,7 @@ def memory_reject(state: State, pending_id: str, memory_socket: Path | None, as_
     Example:
         bxctl memory reject p-2026-09-24-0001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "reject", pending_id), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "reject", pending_id), as_json)
 
 
 @memory.command(name="files")
@@ -161,7 +142,7 @@ def memory_files(state: State, memory_socket: Path | None, as_json: bool) -> Non
     Example:
         bxctl memory files
     """
-    client.emit(client.admin(_socket(state, memory_socket), "files"), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "files"), as_json)
 
 
 @memory.command(name="show")
@@ -175,7 +156,7 @@ def memory_show(state: State, memory_socket: Path | None, as_json: bool) -> None
     Example:
         bxctl memory show
     """
-    client.emit(client.admin(_socket(state, memory_socket), "show"), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "show"), as_json)
 
 
 @memory.command(name="search")
@@ -191,7 +172,7 @@ def memory_search(state: State, query: str, k: int, memory_socket: Path | None, 
     Example:
         bxctl memory search "what time zone" -k 5
     """
-    reply = client.admin(_socket(state, memory_socket), "search", query, {"k": k})
+    reply = client.admin(memory_socket_path(state, memory_socket), "search", query, {"k": k})
     client.emit(reply, as_json)
 
 
@@ -241,17 +222,16 @@ def memory_add(state: State, file: str, text: str, memory_socket: Path | None, a
         bxctl memory add --file user "Prefers answers in UTC."
     """
     args = {"file": file, "text": _text(text)}
-    client.emit(client.admin(_socket(state, memory_socket), "add", "", args), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "add", "", args), as_json)
 
 
-_KINDS = click.Choice(["state", "knowledge"])
 _STATUSES = ("active", "superseded", "pending-cleanup", "stale")
 _CONFIDENCES = click.Choice(["confirmed", "observed-once", "inferred", "unknown"])
 
 
 @memory.command(name="note")
 @click.argument("text")
-@click.option("--kind", type=_KINDS, help="state (a current value) or knowledge (the default).")
+@click.option("--kind", type=ITEM_KINDS, help="state (a current value) or knowledge (the default).")
 @click.option("--subject", help="What a state note is the current value of, e.g. host:public-ip.")
 @click.option("--confidence", type=_CONFIDENCES, help="epistemic-status-v1.")
 @click.option("--scope", help="Where the note applies, e.g. environment.")
@@ -280,12 +260,12 @@ def memory_note(
     """
     args = {"kind": kind, "subject": subject, "confidence": confidence, "scope": scope}
     fields = {k: v for k, v in args.items() if v is not None}
-    client.emit(client.admin(_socket(state, memory_socket), "note", _text(text), fields), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "note", _text(text), fields), as_json)
 
 
 @memory.command(name="items")
 @click.option("--all", "show_all", is_flag=True, help="Include erased items (no text).")
-@click.option("--kind", type=_KINDS, help="Only this kind.")
+@click.option("--kind", type=ITEM_KINDS, help="Only this kind.")
 @click.option("--status", type=click.Choice(list(_STATUSES)), help="Only this status.")
 @click.option("--subject", help="Only this subject (exactly).")
 @memory_socket_option
@@ -314,7 +294,7 @@ def memory_items(
     args: dict[str, Any] = {"all": show_all}
     chosen = {"kind": kind, "status": status, "subject": subject}
     args.update({k: v for k, v in chosen.items() if v is not None})
-    client.emit(client.admin(_socket(state, memory_socket), "items", "", args), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "items", "", args), as_json)
 
 
 @memory.command(name="item")
@@ -332,7 +312,7 @@ def memory_item(state: State, item_id: str, memory_socket: Path | None, as_json:
     Example:
         bxctl memory item mem-2026-11-29-001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "item", item_id), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "item", item_id), as_json)
 
 
 @memory.command(name="supersede")
@@ -351,7 +331,7 @@ def memory_supersede(state: State, old: str, new: str, memory_socket: Path | Non
         bxctl memory supersede mem-2026-11-29-001 mem-2026-12-02-003
     """
     args = {"old": old, "new": new}
-    client.emit(client.admin(_socket(state, memory_socket), "supersede", "", args), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "supersede", "", args), as_json)
 
 
 @memory.command(name="status")
@@ -367,7 +347,7 @@ def memory_status(state: State, item_id: str, status: str, memory_socket: Path |
     Example:
         bxctl memory status mem-2026-11-29-001 stale
     """
-    reply = client.admin(_socket(state, memory_socket), "item-status", item_id, {"status": status})
+    reply = client.admin(memory_socket_path(state, memory_socket), "item-status", item_id, {"status": status})
     client.emit(reply, as_json)
 
 
@@ -392,7 +372,7 @@ def memory_tiers(state: State, untrusted: bool, memory_socket: Path | None, as_j
         bxctl memory tiers
         bxctl memory tiers --untrusted --json
     """
-    reply = client.admin(_socket(state, memory_socket), "tiers", "", {"untrusted": untrusted})
+    reply = client.admin(memory_socket_path(state, memory_socket), "tiers", "", {"untrusted": untrusted})
     client.emit(reply, as_json)
 
 
@@ -455,7 +435,7 @@ def memory_withdraw(
         "reason": reason,
         "supersedes": supersedes,
     }
-    client.emit(client.admin(_socket(state, memory_socket), "withdraw", "", args), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "withdraw", "", args), as_json)
 
 
 @memory.command(name="reinstate")
@@ -475,7 +455,9 @@ def memory_reinstate(
     Example:
         bxctl memory reinstate memwd-2026-11-29-001
     """
-    reply = client.admin(_socket(state, memory_socket), "reinstate", withdrawal_id, {"reason": reason})
+    reply = client.admin(
+        memory_socket_path(state, memory_socket), "reinstate", withdrawal_id, {"reason": reason}
+    )
     client.emit(reply, as_json)
 
 
@@ -491,7 +473,7 @@ def memory_controls(state: State, memory_socket: Path | None, as_json: bool) -> 
     Example:
         bxctl memory controls --json
     """
-    client.emit(client.admin(_socket(state, memory_socket), "controls"), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "controls"), as_json)
 
 
 # Seed 003: the archive, export/import, replay (issue 6) -------------------------------------
@@ -511,7 +493,7 @@ def memory_archive(state: State, memory_socket: Path | None, as_json: bool) -> N
         bxctl memory archive
         archived 3 items to archive/2026-09-24.md (2026-09-24-0007)
     """
-    client.emit(client.admin(_socket(state, memory_socket), "archive"), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "archive"), as_json)
 
 
 @memory.command(name="export")
@@ -536,7 +518,7 @@ def memory_export(
         bxctl memory export ~/memory-2026-09-24.json
     """
     args = {"omit_withdrawn": omit_withdrawn}
-    reply = client.admin(_socket(state, memory_socket), "export", str(file.absolute()), args)
+    reply = client.admin(memory_socket_path(state, memory_socket), "export", str(file.absolute()), args)
     client.emit(reply, as_json)
 
 
@@ -563,7 +545,7 @@ def memory_import(state: State, file: Path, trusted: bool, memory_socket: Path |
         bxctl memory import ~/memory-2026-09-24.json
     """
     args = {"trusted": trusted}
-    reply = client.admin(_socket(state, memory_socket), "import", str(file.absolute()), args)
+    reply = client.admin(memory_socket_path(state, memory_socket), "import", str(file.absolute()), args)
     client.emit(reply, as_json)
 
 
@@ -585,7 +567,9 @@ def memory_replay(state: State, into: Path, memory_socket: Path | None, as_json:
     Example:
         bxctl memory replay --into /tmp/replayed && diff -r /tmp/replayed ~/.local/share/boxmaker/memory
     """
-    client.emit(client.admin(_socket(state, memory_socket), "replay", str(into.absolute())), as_json)
+    client.emit(
+        client.admin(memory_socket_path(state, memory_socket), "replay", str(into.absolute())), as_json
+    )
 
 
 # Skeptical recall, review and metamemory (issue 7; seed 003 sections 15.2.1, 16, 23) ---------------
@@ -608,7 +592,7 @@ def memory_reconcile(
     Example:
         bxctl memory reconcile nas:ip --keep mem-2026-11-29-002
     """
-    reply = client.admin(_socket(state, memory_socket), "reconcile", subject, {"keep": keep})
+    reply = client.admin(memory_socket_path(state, memory_socket), "reconcile", subject, {"keep": keep})
     client.emit(reply, as_json)
 
 
@@ -627,7 +611,7 @@ def memory_review(state: State, memory_socket: Path | None, as_json: bool) -> No
     Example:
         bxctl memory review
     """
-    client.emit(client.admin(_socket(state, memory_socket), "review"), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "review"), as_json)
 
 
 _VERDICTS = click.Choice(["helpful", "misleading", "neutral", "unknown"])
@@ -671,7 +655,7 @@ def memory_feedback(
         bxctl memory feedback --item mem-2026-11-20-001
         bxctl memory feedback --retrieval memret-2026-11-29-003 --verdict misleading --outcome "Wrong host."
     """
-    path = _socket(state, memory_socket)
+    path = memory_socket_path(state, memory_socket)
     if retrieval is None:
         if len(items) != 1 or verdict is not None:
             raise click.UsageError("list with exactly one --item, or record with --retrieval and --verdict")
@@ -702,7 +686,7 @@ def memory_warm(state: State, item_id: str, memory_socket: Path | None, as_json:
     Example:
         bxctl memory warm mem-2026-11-29-001
     """
-    client.emit(client.admin(_socket(state, memory_socket), "warm", item_id), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "warm", item_id), as_json)
 
 
 @memory.group(name="dream")
@@ -728,7 +712,7 @@ def memory_dream_show(state: State, session: str, memory_socket: Path | None, as
         bxctl memory dream show
         bxctl memory dream show job-dream-t1790000000
     """
-    client.emit(client.admin(_socket(state, memory_socket), "dream-show", session), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "dream-show", session), as_json)
 
 
 @memory_dream.command(name="apply")
@@ -745,7 +729,7 @@ def memory_dream_apply(state: State, session: str, memory_socket: Path | None, a
     Example:
         bxctl memory dream apply job-dream-t1790000000
     """
-    client.emit(client.admin(_socket(state, memory_socket), "dream-apply", session), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "dream-apply", session), as_json)
 
 
 @memory_dream.command(name="discard")
@@ -760,7 +744,7 @@ def memory_dream_discard(state: State, session: str, memory_socket: Path | None,
     Example:
         bxctl memory dream discard job-dream-t1790000000
     """
-    client.emit(client.admin(_socket(state, memory_socket), "dream-discard", session), as_json)
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "dream-discard", session), as_json)
 
 
 # Erasure (seed 003 section 12.3): `bxctl memory erase`, `bxctl memory erasures` (module `erase`).
