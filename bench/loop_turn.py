@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from benchkit import percentiles  # noqa: E402
+from boxmaker.loopd import erase  # noqa: E402
 from boxmaker.loopd.broker import BrokerdClient  # noqa: E402
 from boxmaker.loopd.loop import Loop, LoopSettings  # noqa: E402
 from boxmaker.loopd.memory import MemorydSource  # noqa: E402
@@ -120,6 +121,7 @@ def measure(turns: int) -> dict[str, Any]:
             MemorydSource(layout.memory_loop_socket),
             lambda: packaged_starter("system.md").read_text(encoding="utf-8"),
             settings=LoopSettings(main_slot=0, tool_calls_per_turn=16, max_tokens=256),
+            rescrub=erase.rescrub,
         )
         own: list[float] = []
         with_tool: list[float] = []

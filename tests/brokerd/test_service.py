@@ -291,6 +291,6 @@ def test_sessions_lists_each_label(broker: Brokerd, memoryd: FakeMemoryd) -> Non
     broker.tool_call(RECALL)
     from boxmaker.brokerd import admin as broker_admin
 
-    reply = broker_admin.sessions(broker, "")
+    reply = broker_admin.sessions(broker.state, "")
     assert reply.data == {"sessions": {"chat-a": {"class": "private", "untrusted": True}}}
     assert "chat-a: private, untrusted" in reply.text

@@ -17,10 +17,11 @@ from test_loop import BLOCK, SYSTEM, Rig
 
 from boxmaker.loopd import session as session_module
 from boxmaker.loopd.compact import MAX_CALLS, Summariser, cut, fallback_summary, neutralise
-from boxmaker.loopd.loop import LoopSettings, TurnFailed
+from boxmaker.loopd.loop import LoopSettings
 from boxmaker.loopd.model import Completion, ContextFull, ModelError
 from boxmaker.loopd.session import CARRY_HEADING, Session, SessionError
 from boxmaker.loopd.tools import core_tools
+from boxmaker.loopd.turn import TurnFailed
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.records import EpochEnd, SessionStart, ToolResult, User, encode_record
 from fakes.llama_server import FakeLlamaServer, FakeReply

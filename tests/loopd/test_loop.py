@@ -17,11 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boxmaker.loopd.loop import Loop, LoopSettings, TurnFailed, cap_sentence, not_run_sentence
+from boxmaker.loopd import erase
+from boxmaker.loopd.loop import Loop, LoopSettings
 from boxmaker.loopd.memory import MemoryUnavailable, NoMemory
 from boxmaker.loopd.model import ModelClient
 from boxmaker.loopd.session import Session, SessionError
 from boxmaker.loopd.tools import CORE_TOOL_NAMES, core_tools, route
+from boxmaker.loopd.turn import TurnFailed, cap_sentence, not_run_sentence
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import ToolRequest, ToolResponse
 from boxmaker.proto.records import Assistant, SessionStart, ToolResult, Usage, User, read_log
@@ -82,6 +84,7 @@ class Rig:
             self.memory,
             lambda: SYSTEM + "\n",
             settings=LoopSettings(main_slot=0, tool_calls_per_turn=cap, max_tokens=256),
+            rescrub=erase.rescrub,
             now=lambda: dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.UTC),
             new_id=lambda: next(ids),
         )
@@ -381,12 +384,12 @@ def test_a_folder_left_before_the_first_record_starts_again(rig: Rig) -> None:
 
 
 def test_only_so_many_sessions_stay_in_memory(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
-    import boxmaker.loopd.loop as loop_module
+    import boxmaker.loopd.open_sessions as open_sessions_module
 
-    monkeypatch.setattr(loop_module, "OPEN_SESSIONS", 3)
+    monkeypatch.setattr(open_sessions_module, "OPEN_SESSIONS", 3)
     for n in range(6):
         rig.loop.turn(f"chat-s{n}", "hello")
-    assert list(rig.loop._open) == ["chat-s3", "chat-s4", "chat-s5"]
+    assert rig.loop.open_sessions.ids() == ["chat-s3", "chat-s4", "chat-s5"]
     # an evicted session opens again from disk and goes on where it was
     assert rig.loop.turn("chat-s0", "again").turn == 2
 

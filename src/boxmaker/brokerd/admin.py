@@ -19,16 +19,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from boxmaker.brokerd import erase
+from boxmaker.brokerd.broker import Broker
 from boxmaker.brokerd.grants import Grant, GrantSet
 from boxmaker.brokerd.ledger import label_json
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.messages import BrokerAdmin, BrokerAdminReply, StatusReply
-
-if TYPE_CHECKING:
-    from boxmaker.brokerd.service import Brokerd
 
 
 def _plural(count: int, word: str) -> str:
@@ -45,14 +42,14 @@ def describe(grants: GrantSet) -> str:
     return f"ready; {builtin}, {_plural(len(grants.owner), 'owner grant')}"
 
 
-def status(broker: Brokerd) -> StatusReply:
+def status(broker: Broker) -> StatusReply:
     """brokerd's `status_reply`."""
     grants = broker.grants.current()
     data = {"grants_valid": grants.valid, "pending_approvals": len(broker.approvals.pending())}
     return StatusReply(role="brokerd", pid=os.getpid(), detail=describe(grants), data=data)
 
 
-def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
+def handle(broker: Broker, request: BrokerAdmin) -> BrokerAdminReply:
     """Run one owner command."""
     if request.command in ("erase-plan", "erase"):  # seed 003 section 12.3 (`erase` module)
         return erase.handle(broker, request)
@@ -66,7 +63,7 @@ def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
     return command(broker, request.arg)
 
 
-def approvals(broker: Brokerd, arg: str) -> BrokerAdminReply:
+def approvals(broker: Broker, arg: str) -> BrokerAdminReply:
     """The calls waiting for the owner, oldest first."""
     del arg
     waiting = broker.approvals.pending()
@@ -83,10 +80,10 @@ def approvals(broker: Brokerd, arg: str) -> BrokerAdminReply:
     return BrokerAdminReply(text="\n".join(lines), data={"approvals": [p.summary() for p in waiting]})
 
 
-def _answer(approve: bool) -> Callable[[Brokerd, str], BrokerAdminReply]:
+def _answer(approve: bool) -> Callable[[Broker, str], BrokerAdminReply]:
     verb = "approved" if approve else "denied"
 
-    def answer(broker: Brokerd, arg: str) -> BrokerAdminReply:
+    def answer(broker: Broker, arg: str) -> BrokerAdminReply:
         pending = broker.approvals.answer(arg, approve)
         if pending is None:
             return BrokerAdminReply(
@@ -113,11 +110,11 @@ def _grant_line(grant: Grant) -> str:
     )
 
 
-def grants(broker: Brokerd, arg: str) -> BrokerAdminReply:
+def grants(broker: Broker, arg: str) -> BrokerAdminReply:
     """The owner's grants, the built-ins, and any problems."""
     del arg
     current = broker.grants.current()
-    lines = [f"grants in {broker.config.layout.grants}: {describe(current)}", "owner grants:"]
+    lines = [f"grants in {broker.layout.grants}: {describe(current)}", "owner grants:"]
     lines += [f"  {_grant_line(g)}" for g in current.owner] or ["  (none)"]
     lines.append("built in:")
     lines += [f"  {_grant_line(g)}" for g in current.builtin]
@@ -133,7 +130,7 @@ def grants(broker: Brokerd, arg: str) -> BrokerAdminReply:
     return BrokerAdminReply(text="\n".join(lines), data=data)
 
 
-def sessions(broker: Brokerd, arg: str) -> BrokerAdminReply:
+def sessions(broker: Broker, arg: str) -> BrokerAdminReply:
     """Each session's label."""
     del arg
     labels = broker.labels.all()
@@ -144,7 +141,7 @@ def sessions(broker: Brokerd, arg: str) -> BrokerAdminReply:
     return BrokerAdminReply(text="\n".join(lines), data=data)
 
 
-COMMANDS: dict[str, Callable[[Brokerd, str], BrokerAdminReply]] = {
+COMMANDS: dict[str, Callable[[Broker, str], BrokerAdminReply]] = {
     "approvals": approvals,
     "approve": _answer(True),
     "deny": _answer(False),

@@ -33,8 +33,8 @@ from typing import Annotated
 
 import msgspec
 
-from boxmaker.proto.home import Layout, resolve_home
-from boxmaker.proto.settings import convert_config, load_toml
+from boxmaker.proto.home import Layout
+from boxmaker.proto.settings import load_role_config
 
 Positive = Annotated[int, msgspec.Meta(ge=1, le=1_000_000_000)]  # at most 1 GB, in bytes
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0, le=86_400)]  # at most a day, in seconds
@@ -112,23 +112,13 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
     Raises:
         ConfigError: unreadable file, bad TOML, unknown key (named), or a bad value.
     """
-    raw = _File()
-    base = Path.cwd()
-    if config_path is not None:
-        config_path = config_path.absolute()
-        raw = convert_config(load_toml(config_path), _File, str(config_path))
-        base = config_path.parent
-
-    def resolve(value: str | None) -> Path | None:
-        return None if value is None else (base / Path(value).expanduser()).absolute()
-
-    home = resolve_home(cli_home, resolve(raw.paths.home))
-    layout = Layout(home)
+    read = load_role_config("brokerd", _File, config_path, cli_home)
+    raw, layout = read.tables, read.layout
     return Config(
-        home=home,
-        memory_socket=resolve(raw.memory.socket) or layout.memory_broker_socket,
-        loop_socket=resolve(raw.sockets.loop) or layout.broker_loop_socket,
-        admin_socket=resolve(raw.sockets.admin) or layout.broker_admin_socket,
+        home=read.home,
+        memory_socket=read.resolve(raw.memory.socket) or layout.memory_broker_socket,
+        loop_socket=read.resolve(raw.sockets.loop) or layout.broker_loop_socket,
+        admin_socket=read.resolve(raw.sockets.admin) or layout.broker_admin_socket,
         approval_timeout_s=raw.approvals.timeout_s,
         fetch_max_bytes=raw.http_fetch.max_bytes,
         fetch_timeout_s=raw.http_fetch.timeout_s,

@@ -22,15 +22,13 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from boxmaker.brokerd.broker import Broker
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import COMPLETED, PARTIAL, Scrubber
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.messages import BrokerAdmin, BrokerAdminReply
-
-if TYPE_CHECKING:
-    from boxmaker.brokerd.service import Brokerd
 
 log = logging.getLogger("boxmaker.brokerd.erase")
 
@@ -92,33 +90,43 @@ def _sessions_held(broker_dir: Path, labels: dict[Path, str]) -> list[str]:
     return sorted(held)
 
 
-def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
+def handle(broker: Broker, request: BrokerAdmin) -> BrokerAdminReply:
     """``erase-plan`` or ``erase``; a malformed request answers ``refused:arguments``."""
     try:
         sessions, texts, erasure_id = _parse(request.args)
     except BadRequest as exc:
         return BrokerAdminReply(text=f"refused (arguments): {exc}", data={"code": "refused:arguments"})
-    broker_dir = broker.config.layout.broker
     labels = {broker.labels.folder / f"{s}.json": s for s in sessions}
     scrubber = Scrubber(texts, erasure_id)
     if request.command == "erase-plan":
-        holders = [
-            {"holder_ref": f"broker/sessions/{s}.json", "holds": int(p.exists()), "result": COMPLETED}
-            for p, s in labels.items()
-        ]
-        holds: dict[str, int] = {AUDIT_HOLDER: 0}
-        for path in _files(broker_dir, set(labels)):
-            before = scrubber.count
-            data = path.read_bytes()
-            scrubber.jsonl(data) if path.name.endswith(".jsonl") else scrubber.raw(data)
-            ref = _holder_of(broker_dir, path)
-            holds[ref] = holds.get(ref, 0) + scrubber.count - before
-        holders += [{"holder_ref": ref, "holds": n, "result": COMPLETED} for ref, n in holds.items()]
-        lines = ["brokerd:"] + [f"  {h['holder_ref']}: {h['holds']}" for h in holders]
-        held = _sessions_held(broker_dir, labels)
-        return BrokerAdminReply(
-            text="\n".join(lines), data={"code": "ok", "holders": holders, "sessions_held": held}
-        )
+        return _plan(broker.layout.broker, labels, scrubber)
+    return _erase(broker, labels, scrubber)
+
+
+def _plan(broker_dir: Path, labels: dict[Path, str], scrubber: Scrubber) -> BrokerAdminReply:
+    """What brokerd holds of the scope, by holder; changes nothing."""
+    holders = [
+        {"holder_ref": f"broker/sessions/{s}.json", "holds": int(p.exists()), "result": COMPLETED}
+        for p, s in labels.items()
+    ]
+    holds: dict[str, int] = {AUDIT_HOLDER: 0}
+    for path in _files(broker_dir, set(labels)):
+        before = scrubber.count
+        data = path.read_bytes()
+        scrubber.jsonl(data) if path.name.endswith(".jsonl") else scrubber.raw(data)
+        ref = _holder_of(broker_dir, path)
+        holds[ref] = holds.get(ref, 0) + scrubber.count - before
+    holders += [{"holder_ref": ref, "holds": n, "result": COMPLETED} for ref, n in holds.items()]
+    lines = ["brokerd:"] + [f"  {h['holder_ref']}: {h['holds']}" for h in holders]
+    held = _sessions_held(broker_dir, labels)
+    return BrokerAdminReply(
+        text="\n".join(lines), data={"code": "ok", "holders": holders, "sessions_held": held}
+    )
+
+
+def _erase(broker: Broker, labels: dict[Path, str], scrubber: Scrubber) -> BrokerAdminReply:
+    """Remove the label files, then scrub every other file under ``broker/``; each holder's result."""
+    broker_dir = broker.layout.broker
     done: list[dict[str, Any]] = []
     for path, session in labels.items():
         try:
@@ -128,7 +136,7 @@ def handle(broker: Brokerd, request: BrokerAdmin) -> BrokerAdminReply:
             log.error("erasure: cannot remove %s: %s", path, exc)
             done.append(erasure.holder(f"broker/sessions/{session}.json", PARTIAL, "write-failed"))
     results: dict[str, tuple[str, str | None]] = {AUDIT_HOLDER: (COMPLETED, None)}
-    with broker.audit._lock:  # no audit line is appended while a month's file is rewritten
+    with broker.audit.paused():  # no audit line is appended while a month's file is rewritten
         for path in _files(broker_dir, set(labels)):
             ref = _holder_of(broker_dir, path)
             results.setdefault(ref, (COMPLETED, None))

@@ -13,10 +13,12 @@ Folders 0700, files 0600.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +121,9 @@ class AuditLog:
         with self._lock:
             fsio.ensure_dir(self.folder)
             fsio.append_line(self.path(moment), _line({"time": utc(moment), **record}))
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold every append while the caller rewrites the log's files (an erasure)."""
+        with self._lock:
+            yield

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from boxmaker.brokerd import admin, policy, sentences
 from boxmaker.brokerd.approvals import Approvals
+from boxmaker.brokerd.broker import Broker
 from boxmaker.brokerd.config import Config
 from boxmaker.brokerd.fetch import FetchLimits
 from boxmaker.brokerd.grants import Grant, GrantWatcher
@@ -57,6 +58,8 @@ class Brokerd:
         self.approvals = Approvals(config.approval_timeout_s)
         self.runtime = runtime or default_runtime(config, now)
         self.now = now
+        #: What the owner's commands read (`admin`, `erase`): these same objects, as a record.
+        self.state = Broker(layout, self.grants, self.labels, self.audit, self.approvals)
 
     def open(self) -> None:
         """Create ``broker/``, ``broker/sessions/`` and ``broker/audit/`` (0700).
@@ -72,9 +75,9 @@ class Brokerd:
         if isinstance(body, ToolRequest):
             return self.tool_call(body)
         if isinstance(body, Status):
-            return admin.status(self)
+            return admin.status(self.state)
         if isinstance(body, BrokerAdmin):
-            return admin.handle(self, body)
+            return admin.handle(self.state, body)
         raise ProtocolError(f"brokerd does not answer {kind}")
 
     def tool_call(self, request: ToolRequest) -> ToolResponse:

@@ -8,35 +8,12 @@ calls' arguments in the text it sends (``proto.escape``); listings take ``--json
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from boxmaker.bxctl import client, roles
+from boxmaker.bxctl import client
+from boxmaker.bxctl.options import broker_socket_option, broker_socket_path, json_option
 from boxmaker.bxctl.state import State, pass_state
-
-
-def broker_socket_option(func: Any) -> Any:
-    """The ``--broker-socket PATH`` option every broker command takes."""
-    return click.option(
-        "--broker-socket",
-        type=click.Path(path_type=Path, dir_okay=False),
-        help="brokerd's admin socket (default: [sockets] admin in {home}/config/brokerd.toml, "
-        "else {home}/run/owner-broker/admin.sock).",
-    )(func)
-
-
-def json_option(func: Any) -> Any:
-    """The ``--json`` flag of listing commands."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
-
-
-def socket_path(state: State, path: Path | None) -> Path:
-    """``--broker-socket``, else ``[sockets] admin`` in {home}/config/brokerd.toml, else the default."""
-    if path is not None:
-        return path
-    configured = roles.configured_socket(state.layout.config / "brokerd.toml", "admin")
-    return configured or state.layout.broker_admin_socket
 
 
 @click.command(name="approvals")
@@ -52,7 +29,7 @@ def approvals(state: State, broker_socket: Path | None, as_json: bool) -> None:
         1 call waiting for you
         a-k3v9q2xw  since 2026-11-29T16:05:00Z  session chat-…  http_fetch {"url": "…"}  (grant web)
     """
-    path = socket_path(state, broker_socket)
+    path = broker_socket_path(state, broker_socket)
     client.emit(client.broker_admin(path, "approvals"), as_json)
 
 
@@ -67,7 +44,7 @@ def approve(state: State, approval_id: str, broker_socket: Path | None) -> None:
     Example:
         bxctl approve a-k3v9q2xw
     """
-    client.emit(client.broker_admin(socket_path(state, broker_socket), "approve", approval_id), False)
+    client.emit(client.broker_admin(broker_socket_path(state, broker_socket), "approve", approval_id), False)
 
 
 @click.command(name="deny")
@@ -81,7 +58,7 @@ def deny(state: State, approval_id: str, broker_socket: Path | None) -> None:
     Example:
         bxctl deny a-k3v9q2xw
     """
-    client.emit(client.broker_admin(socket_path(state, broker_socket), "deny", approval_id), False)
+    client.emit(client.broker_admin(broker_socket_path(state, broker_socket), "deny", approval_id), False)
 
 
 @click.command(name="grants")
@@ -95,7 +72,7 @@ def grants(state: State, broker_socket: Path | None, as_json: bool) -> None:
     Example:
         bxctl grants --json
     """
-    reply = client.broker_admin(socket_path(state, broker_socket), "grants")
+    reply = client.broker_admin(broker_socket_path(state, broker_socket), "grants")
     client.emit(reply, as_json)
     if isinstance(reply.data, dict) and reply.data.get("valid") is False:
         raise SystemExit(1)  # every call is refused until grants/ is fixed

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from boxmaker.bxctl import client, roles
-from boxmaker.bxctl.broker import socket_path as broker_socket_path
+from boxmaker.bxctl.options import broker_socket_path, loop_socket_option
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.ids import is_session_id, new_chat_session_id
@@ -157,12 +157,7 @@ def _turn(state: State, path: Path, session: str, text: str) -> ChatReply:
 @click.command(name="chat")
 @click.option("-m", "--message", help="Send one message, print the reply and exit.")
 @click.option("--session", "session", help="Start or go on with this session id (e.g. chat-2026-work).")
-@click.option(
-    "--loop-socket",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="loopd's owner socket (default: [sockets] owner in {home}/config/loopd.toml, "
-    "else {home}/run/owner-loop/chat.sock).",
-)
+@loop_socket_option
 @pass_state
 def chat(state: State, message: str | None, session: str | None, loop_socket: Path | None) -> None:
     """Talk to the agent: one message with -m, else line by line until end of input or /quit.

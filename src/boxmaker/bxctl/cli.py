@@ -14,7 +14,8 @@ from boxmaker.bxctl import client, roles
 from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
 from boxmaker.bxctl.jobs import jobs
-from boxmaker.bxctl.memory import memory, reindex
+from boxmaker.bxctl.memory import memory
+from boxmaker.bxctl.memory.views import reindex
 from boxmaker.bxctl.sessions import sessions
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto import settings

@@ -12,19 +12,15 @@ from pathlib import Path
 import click
 
 from boxmaker.bxctl import client, roles
+from boxmaker.bxctl.options import json_option, loop_socket_option
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.escape import escape
 from boxmaker.proto.messages import LoopAdmin, LoopAdminReply
 
 
 @click.command(name="jobs")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-@click.option(
-    "--loop-socket",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="loopd's owner socket (default: [sockets] owner in {home}/config/loopd.toml, "
-    "else {home}/run/owner-loop/chat.sock).",
-)
+@json_option
+@loop_socket_option
 @pass_state
 def jobs(state: State, as_json: bool, loop_socket: Path | None) -> None:
     """List the cron jobs in {home}/jobs/: schedule, next run (UTC), last result.

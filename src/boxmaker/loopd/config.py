@@ -59,8 +59,8 @@ import msgspec
 
 from boxmaker.loopd.summaries import SUMMARISABLE
 from boxmaker.proto.errors import ConfigError
-from boxmaker.proto.home import Layout, resolve_home
-from boxmaker.proto.settings import convert_config, load_toml, model_url, packaged_starter
+from boxmaker.proto.home import Layout
+from boxmaker.proto.settings import load_role_config, model_url
 
 DEFAULT_MODEL_URL = "http://127.0.0.1:8080"
 
@@ -184,56 +184,34 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         ConfigError: unreadable file, bad TOML, unknown key, bad value, a URL that is not http(s),
             or a configured system prompt that does not exist.
     """
-    raw = _File()
-    base = Path.cwd()
-    where = "loopd defaults"
-    if config_path is not None:
-        config_path = config_path.absolute()
-        where = str(config_path)
-        raw = convert_config(load_toml(config_path), _File, where)
-        base = config_path.parent
-
-    def resolve(value: str | None) -> Path | None:
-        return None if value is None else (base / Path(value).expanduser()).absolute()
-
-    home = resolve_home(cli_home, resolve(raw.paths.home))
-    layout = Layout(home)
-
-    def starter(value: str | None, name: str, key: str) -> Path:
-        """A configured file (which must exist), else ``name`` next to the config, else packaged."""
-        path = resolve(value)
-        if path is None:
-            named = base / name if config_path is not None else None
-            return named if named is not None and named.is_file() else packaged_starter(name)
-        if not path.is_file():
-            what = "is not a file" if path.exists() else "does not exist"
-            raise ConfigError(where, f"{key}: {path} {what}")
-        return path
-
-    system = starter(raw.prompt.system, "system.md", "[prompt] system")
-    compact_prompt = starter(raw.compact.prompt, "compact.md", "[compact] prompt")
-    summarise_prompt = starter(raw.compact.summarise_prompt, "summarise.md", "[compact] summarise_prompt")
-    heartbeat_prompt = starter(raw.heartbeat.prompt, "heartbeat.md", "[heartbeat] prompt")
+    read = load_role_config("loopd", _File, config_path, cli_home)
+    raw, layout = read.tables, read.layout
+    system = read.starter(raw.prompt.system, "system.md", "[prompt] system")
+    compact_prompt = read.starter(raw.compact.prompt, "compact.md", "[compact] prompt")
+    summarise_prompt = read.starter(
+        raw.compact.summarise_prompt, "summarise.md", "[compact] summarise_prompt"
+    )
+    heartbeat_prompt = read.starter(raw.heartbeat.prompt, "heartbeat.md", "[heartbeat] prompt")
     unknown = sorted(set(raw.compact.summarise) - SUMMARISABLE)
     if unknown:
         raise ConfigError(
-            where,
+            read.where,
             f"[compact] summarise: {unknown[0]!r} is not a tool whose output can be summarised "
             f"(known: {', '.join(sorted(SUMMARISABLE))})",
         )
     return Config(
-        home=home,
-        model_url=_check_url(raw.model.url, where),
+        home=read.home,
+        model_url=_check_url(raw.model.url, read.where),
         model_name=raw.model.name or None,
         api_key_env=raw.model.api_key_env or None,
         model_timeout=raw.model.timeout_s,
         expect_n_ctx=raw.expect.n_ctx,
         main_slot=raw.slots.main,
         background_slot=raw.slots.background,
-        memory_socket=resolve(raw.memory.socket) or layout.memory_loop_socket,
-        broker_socket=resolve(raw.broker.socket) or layout.broker_loop_socket,
+        memory_socket=read.resolve(raw.memory.socket) or layout.memory_loop_socket,
+        broker_socket=read.resolve(raw.broker.socket) or layout.broker_loop_socket,
         broker_timeout=raw.broker.timeout_s,
-        owner_socket=resolve(raw.sockets.owner) or layout.loop_owner_socket,
+        owner_socket=read.resolve(raw.sockets.owner) or layout.loop_owner_socket,
         system_prompt=system,
         tool_calls_per_turn=raw.limits.tool_calls_per_turn,
         max_tokens=raw.limits.max_tokens,

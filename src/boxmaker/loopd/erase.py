@@ -21,9 +21,10 @@ A session whose turn is running (or that is being compacted) is live: its files 
 its context, in loopd and in its slot, still holds the text until the turn ends, so its holder is
 ``partially-completed`` with that limitation, and its slot is not erased (``unevaluated``). The
 running turn goes on logging records (a recall result, the model's reply) that may quote an erased
-text, so loopd keeps the erased texts of each live session IN MEMORY ONLY (`keep_live`,
-``Loop.erased_live``; never on disk) and scrubs that session's files again after each of its turns,
-failed ones included, before it sends ``session_updated`` (`rescrub`, from ``Loop.updated``): the
+text, so loopd keeps the erased texts of each live session IN MEMORY ONLY (`keep_live`, in
+``Loop.open_sessions``; never on disk) and scrubs that session's files again after each of its turns,
+failed ones included, before it sends ``session_updated`` (`rescrub`, which ``Loop`` is given and
+calls from ``Loop.updated``): the
 index only ever reads scrubbed records. This lasts while the session stays open in this loopd
 process; a restart of loopd while the turn runs loses it (the receipt already says
 ``partially-completed``).
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
+from boxmaker.loopd.open_sessions import Erased
 from boxmaker.loopd.session import Session, digest
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import COMPLETED, PARTIAL, UNEVALUATED, Scrubber
@@ -125,17 +127,6 @@ def _memory_texts(arguments: object) -> list[str]:
     return [v for k, v in value.items() if k in ("text", "old") and isinstance(v, str)]
 
 
-def live_sessions(loop: Loop) -> dict[str, Session | None]:
-    """Sessions with a turn running or a compaction under way now, with their open Session."""
-    live: dict[str, Session | None] = {}
-    with loop._guard:
-        names = [name for name, lock in loop._locks.items() if lock.locked()]
-        names += list(loop._compacting)
-        for name in names:
-            live[name] = loop._open.get(name)
-    return live
-
-
 @dataclass
 class _Rewrite:
     """New bytes for the files of one session folder."""
@@ -207,7 +198,7 @@ def plan(loop: Loop, request: Request, info: ServerInfo | None) -> dict[str, Any
     """What an erasure would change in loopd's files (nothing is changed): ``{"texts", "holders"}``."""
     texts: set[str] = set()
     holders: list[dict[str, Any]] = []
-    live = live_sessions(loop)
+    live = loop.open_sessions.live()
     for name in request.sessions:
         folder = loop.sessions / name
         exists = folder.is_dir()
@@ -266,7 +257,7 @@ def _model_plan(info: ServerInfo | None) -> dict[str, Any]:
 def execute(loop: Loop, request: Request, model: ModelClient, info: ServerInfo | None) -> dict[str, Any]:
     """Erase in loopd's files, then the model server's slots: ``{"holders": [...], "reasons": {...}}``
     (`reasons`: what each limitation was, in words, for the owner's screen; never in the tombstone)."""
-    live = live_sessions(loop)
+    live = loop.open_sessions.live()
     holders: list[dict[str, Any]] = []
     reasons: dict[str, str] = {}
     texts: set[str] = set(request.texts)
@@ -308,12 +299,10 @@ def keep_live(loop: Loop, names: list[str], erasure_id: str, texts: set[str]) ->
     kept = tuple(sorted(t for t in texts if t.strip()))
     if not kept:
         return
-    with loop._guard:
-        for name in names:
-            loop.erased_live.setdefault(name, []).append((erasure_id, kept))
+    loop.open_sessions.keep_erased(names, (erasure_id, kept))
 
 
-def rescrub(session: Session, pending: list[tuple[str, tuple[str, ...]]]) -> None:
+def rescrub(session: Session, pending: list[Erased]) -> None:
     """Scrub `session`'s files again of the erasures in `pending` (under its append lock); when a
     file changed, the session is read again from disk before its next turn."""
     folder = session.folder
@@ -350,11 +339,7 @@ def _delete_session(loop: Loop, name: str, live: dict[str, Session | None]) -> d
     finally:
         if lock is not None:
             lock.release()
-    with loop._guard:
-        if name not in live:
-            loop._open.pop(name, None)
-        elif session is not None:
-            session.reread = True
+    loop.open_sessions.rewritten(name, session, name in live)
     if name in live:
         return erasure.holder(f"sessions/{name}/", PARTIAL, "live-session-context")
     return erasure.holder(f"sessions/{name}/", COMPLETED)
@@ -364,8 +349,7 @@ def _scrub_session(
     loop: Loop, folder: Path, scrubber: Scrubber, live: dict[str, Session | None]
 ) -> str | None:
     """Rewrite one session's changed files under its append lock; returns a limitation or None."""
-    with loop._guard:
-        session = loop._open.get(folder.name)
+    session = loop.open_sessions.get(folder.name)
     lock = session.append_lock if session is not None else None
     if lock is not None:
         lock.acquire()
@@ -381,12 +365,7 @@ def _scrub_session(
             lock.release()
     if not changes.files:
         return None
-    with loop._guard:
-        if folder.name in live:
-            if session is not None:
-                session.reread = True
-        else:
-            loop._open.pop(folder.name, None)
+    loop.open_sessions.rewritten(folder.name, session, folder.name in live)
     _check_opens(folder)
     return "live-session-context" if folder.name in live else None
 

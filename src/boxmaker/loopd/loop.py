@@ -9,6 +9,10 @@ owner saying so, never a silent hang (hermes #42405).
 The owner's message is logged only once the model has answered it, so a failed turn (model down, the
 context full) leaves the log as it was. After a finished turn memoryd hears `session_updated`, best
 effort; not after a turn that stopped in the middle of its tool calls.
+
+`Loop` runs a turn's steps in order and compacts between them; the steps themselves (the model request,
+a tool call, the records they log) and what a turn ends with are in `boxmaker.loopd.turn`, the sessions
+it holds in memory in `boxmaker.loopd.open_sessions`.
 """
 
 from __future__ import annotations
@@ -16,37 +20,41 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
-from boxmaker.loopd import erase
 from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.compact import Summariser, describe
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
-from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
+from boxmaker.loopd.model import ContextFull
+from boxmaker.loopd.open_sessions import Erased, OpenSessions
 from boxmaker.loopd.session import Baseline, Session, SessionError, check_session_id
 from boxmaker.loopd.slots import Priority, priority
 from boxmaker.loopd.summaries import Summaries
-from boxmaker.loopd.tools import core_tools, route
-from boxmaker.proto.errors import BoxmakerError
+from boxmaker.loopd.tools import core_tools
+from boxmaker.loopd.turn import (
+    SURROGATE,
+    CompactFailed,
+    Model,
+    TurnFailed,
+    TurnResult,
+    call_tool,
+    cap_sentence,
+    complete,
+    full_sentence,
+    log_reply,
+    log_result,
+    not_run_sentence,
+)
 from boxmaker.proto.ids import new_chat_session_id
-from boxmaker.proto.labels import Label
-from boxmaker.proto.messages import ToolRequest, ToolRun
-from boxmaker.proto.records import Assistant, ToolCall, ToolResult, Usage, User, format_time
+from boxmaker.proto.records import Assistant, User, format_time
 from boxmaker.proto.settings import packaged_starter
 
 log = logging.getLogger("boxmaker.loopd")
 
-_CALL_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-#: How many sessions a loop keeps open in memory; others are read from disk when they are used.
-OPEN_SESSIONS = 64
 #: Seconds before a compaction that failed is tried again when it is merely due (not needed to fit).
 COMPACT_RETRY_S = 300.0
 
@@ -54,87 +62,6 @@ COMPACT_RETRY_S = 300.0
 def utc_now() -> dt.datetime:
     """The current time, in UTC."""
     return dt.datetime.now(dt.UTC)
-
-
-class Model(Protocol):
-    """What the loop needs of a model server (`boxmaker.loopd.model.ModelClient`)."""
-
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        slot: int | None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        """One chat completion; see `ModelClient.complete`."""
-        ...
-
-
-def _room_for_reply(exc: ContextFull, max_tokens: int | None) -> int | None:
-    """The reply budget that fits when the prompt alone fits but prompt + `max_tokens` does not."""
-    if max_tokens is None or exc.n_prompt is None or exc.n_ctx is None:
-        return None
-    room = exc.n_ctx - exc.n_prompt
-    return room if 0 < room < max_tokens else None
-
-
-def _full_sentence(session: Session, exc: ContextFull) -> str:
-    """What the owner reads when a request does not fit: a full session, or a message (or a start)
-    that could never fit."""
-    size = f" ({exc.n_prompt:,} tokens of {exc.n_ctx:,})" if exc.n_prompt and exc.n_ctx else ""
-    if session.turns == 0:
-        return (
-            f"the first message of session {session.id} does not fit the model's context{size}: send a "
-            "shorter message, or give the model server a larger context per slot (the session's start, "
-            "system.md with the memory block and the tool schemas, must fit with room to spare)"
-        )
-    return (
-        f"session {session.id} is full: the next request does not fit the model's context{size}; "
-        "start a new session, or send a shorter message if this one is long"
-    )
-
-
-class TurnFailed(BoxmakerError):
-    """Raised when a turn cannot be answered; `code` and `runbook` say why (DESIGN 10.5).
-
-    Codes: ``session_full`` (the context is full), ``memory-unavailable`` (a new session without its
-    memory block), ``model-unreachable``, ``model-error``, ``session-damaged``, ``invalid-session``,
-    ``invalid-text`` (a message holding a lone surrogate).
-    """
-
-    def __init__(self, code: str, message: str, runbook: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.runbook = runbook
-
-
-def cap_sentence(cap: int) -> str:
-    """The reply that ends a turn which reached its tool-call limit."""
-    return (
-        f"I stopped: this turn reached its limit of {cap:,} tool calls before I had an answer. "
-        "Tell me to go on, or narrow the request."
-    )
-
-
-def not_run_sentence(cap: int) -> str:
-    """The tool result of a call past the limit (the call did not run)."""
-    return f"not run: this turn reached its limit of {cap:,} tool calls"
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """What a finished turn gives the owner."""
-
-    session: str
-    turn: int
-    reply: str
-    tools: list[ToolRun] = field(default_factory=list)
-    untrusted: bool = False
-    cut: bool = False
-    epoch: int = 0
-    compacted: bool = False
-    warning: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,15 +83,6 @@ class LoopSettings:
     compact_after_turn: bool = False
 
 
-class CompactFailed(BoxmakerError):
-    """Raised when a compaction cannot finish; the session stays on its old epoch (runbook
-    session-compact-failed)."""
-
-    def __init__(self, session: str, why: str) -> None:
-        super().__init__(f"session {session} could not be compacted: {why}")
-        self.why = why
-
-
 class Loop:
     """Runs turns of sessions under one home.
 
@@ -176,6 +94,8 @@ class Loop:
             must say so with `NoMemory`).
         system_prompt: returns ``system.md``'s text, read for each new session (and new epoch).
         settings: slots, limits and compaction.
+        rescrub: scrubs a session's files again of the erasures it was live for (`erase.rescrub`),
+            called before memoryd hears of its new records.
         compact_prompt: returns ``compact.md``'s text (default: the packaged starter).
         summaries: runs tool-output summaries after turns (M5d 4.3); None: none are made.
         now: the clock.
@@ -191,6 +111,7 @@ class Loop:
         system_prompt: Callable[[], str],
         *,
         settings: LoopSettings,
+        rescrub: Callable[[Session, list[Erased]], None],
         compact_prompt: Callable[[], str] | None = None,
         summaries: Summaries | None = None,
         now: Callable[[], dt.datetime] = utc_now,
@@ -208,16 +129,12 @@ class Loop:
         self.settings = settings
         self.now = now
         self.new_id = new_id
-        self._open: dict[str, Session] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
-        self._compacting: set[str] = set()
+        self.rescrub = rescrub
+        #: The sessions held in memory, their turn locks, the compactions under way, and the erasures
+        #: each open session was live for (seed 003 section 12.3; `erase.keep_live`).
+        self.open_sessions = OpenSessions()
         #: Whether a session is a run of a maintenance job (autodream): the scheduler sets it.
         self.maintenance: Callable[[str], bool] = lambda _: False
-        #: Erasures a session was live for (seed 003 section 12.3; `erase.keep_live`): per session id,
-        #: (erasure id, the erased texts). In memory only, never on disk; dropped when the session
-        #: leaves `_open` (evicted, forgotten, discarded) or loopd stops.
-        self.erased_live: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
 
     # Sessions ------------------------------------------------------------------------------------
 
@@ -235,13 +152,9 @@ class Loop:
 
     def _session(self, session_id: str, background: bool = False) -> Session:
         """The open session `session_id`, opening or creating it (the caller holds its lock)."""
-        with self._guard:
-            known = self._open.pop(session_id, None)
-            if known is not None and known.unchanged():
-                self._open[session_id] = known  # most recently used last
-                return known
+        known = self.open_sessions.reuse(session_id)
         if known is not None:
-            log.warning("session %s changed on disk outside loopd; reading it again", session_id)
+            return known
         if Session.started(self.sessions, session_id):
             session = Session.open(self.sessions, session_id)
         else:
@@ -255,25 +168,8 @@ class Loop:
                 ) from None
             slot = self.settings.background_slot if background else self.settings.main_slot
             session = Session.create(self.sessions, session_id, baseline, slot, self.now)
-        with self._guard:
-            self._open[session_id] = session
-            self._evict()
+        self.open_sessions.add(session)
         return session
-
-    def _evict(self) -> None:
-        """Keep at most `OPEN_SESSIONS` sessions in memory, dropping the least recently opened ones
-        that no turn is using (they open again from disk). The caller holds `_guard`."""
-        for name in list(self._open):
-            if len(self._open) <= OPEN_SESSIONS:
-                break
-            lock = self._locks.get(name)
-            if lock is not None and not lock.locked():
-                del self._open[name]  # its lock stays: a thread may be about to take it
-                self.erased_live.pop(name, None)
-
-    def _lock(self, session_id: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(session_id, threading.Lock())
 
     # Turns -------------------------------------------------------------------------------------------
 
@@ -292,11 +188,11 @@ class Loop:
             check_session_id(session_id)
         except SessionError as exc:
             raise TurnFailed("invalid-session", str(exc), "") from None
-        if _SURROGATE.search(text):
+        if SURROGATE.search(text):
             raise TurnFailed(
                 "invalid-text", "the message is not valid Unicode (it holds a lone surrogate)", ""
             )
-        with self._lock(session_id):
+        with self.open_sessions.lock(session_id):
             fresh = not Session.started(self.sessions, session_id)
             try:
                 session = self._session(session_id, background)
@@ -312,8 +208,7 @@ class Loop:
                 raise
             except (OSError, SessionError) as exc:  # the log could not be written: say so, keep serving
                 self.scrub_erased(session)
-                with self._guard:
-                    self._open.pop(session_id, None)  # read it again from disk next time
+                self.open_sessions.drop(session_id)  # read it again from disk next time
                 raise TurnFailed(
                     "session-damaged",
                     f"session {session_id}: cannot write its log ({exc})",
@@ -322,9 +217,7 @@ class Loop:
 
     def _discard(self, session: Session) -> None:
         """Remove a session this turn created and never used (only its own two files)."""
-        with self._guard:
-            self._open.pop(session.id, None)
-            self.erased_live.pop(session.id, None)
+        self.open_sessions.forget(session.id)
         for name in ("0.jsonl", "0.baseline.json"):
             (session.folder / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
@@ -362,8 +255,7 @@ class Loop:
 
     def compacting(self) -> list[str]:
         """The sessions being compacted now (their next turn waits), sorted."""
-        with self._guard:
-            return sorted(self._compacting)
+        return self.open_sessions.compacting()
 
     def compact(self, session: Session, why: str) -> None:
         """Summarise the current epoch on the background slot and go on in the next (M5d 3.4-3.5).
@@ -375,13 +267,8 @@ class Loop:
                 or the new epoch's files could not be written; the session stays on its epoch (or, if
                 `epoch_end` was written, is finished at its next open).
         """
-        with self._guard:
-            self._compacting.add(session.id)
-        try:
+        with self.open_sessions.compaction(session.id):
             self._compact(session, why)
-        finally:
-            with self._guard:
-                self._compacting.discard(session.id)
 
     def _compact(self, session: Session, why: str) -> None:
         started = time.monotonic()
@@ -422,9 +309,8 @@ class Loop:
 
     def _compact_later(self, session_id: str) -> None:
         """After a turn: compact in the background if it is due (the next turn waits for it)."""
-        with self._lock(session_id):
-            with self._guard:
-                session = self._open.get(session_id)
+        with self.open_sessions.lock(session_id):
+            session = self.open_sessions.get(session_id)
             if session is None or not session.unchanged():
                 return
             with contextlib.suppress(TurnFailed):  # logged; the next turn says it to the owner
@@ -444,17 +330,17 @@ class Loop:
         retried = False
         while True:
             try:
-                completion = self._complete(session, messages)
+                completion = complete(self.model, session, messages, self.settings.max_tokens)
             except ContextFull as exc:
                 if retried or not self._worth_compacting(session):
-                    raise TurnFailed("session_full", _full_sentence(session, exc), "session-full") from None
+                    raise TurnFailed("session_full", full_sentence(session, exc), "session-full") from None
                 retried = True
                 try:
                     self.compact(session, "the context was full")
                 except CompactFailed as failed:
                     raise TurnFailed(
                         "session_full",
-                        f"{_full_sentence(session, exc)}; and {failed}",
+                        f"{full_sentence(session, exc)}; and {failed}",
                         "session-compact-failed",
                     ) from None
                 # retry the owner's message once in the new epoch (logged once, there); a turn already
@@ -466,7 +352,7 @@ class Loop:
             if user is not None:
                 session.append(user)
                 user = None
-            self._log_reply(session, completion)
+            log_reply(session, completion, self.now)
             if not completion.tool_calls:
                 result.reply = completion.content or ""
                 result.cut = completion.finish_reason == "length"
@@ -475,35 +361,16 @@ class Loop:
             for call in completion.tool_calls:
                 if calls >= cap:
                     capped = True
-                    self._log_result(session, call, call.name, not_run_sentence(cap), NO_DATA)
+                    log_result(session, call, call.name, not_run_sentence(cap), NO_DATA, now=self.now)
                     continue
                 calls += 1
-                result.tools.append(self._call(session, call))
+                result.tools.append(call_tool(self.broker, session, call, self.now))
             if capped:
                 result.reply = cap_sentence(cap)
                 session.append(Assistant(time=format_time(self.now()), content=result.reply))
                 break
             messages = session.messages()
         return self._finish(session, result)
-
-    def _log_reply(self, session: Session, completion: Completion) -> None:
-        """Append the model's reply and its token counts."""
-        session.append(
-            Assistant(
-                time=format_time(self.now()),
-                content=completion.content,
-                reasoning_content=completion.reasoning,
-                tool_calls=completion.tool_calls,
-            )
-        )
-        session.append(
-            Usage(
-                time=format_time(self.now()),
-                prompt_n=completion.prompt_n,
-                cache_n=completion.cache_n,
-                predicted_n=completion.predicted_n,
-            )
-        )
 
     def _finish(self, session: Session, result: TurnResult) -> TurnResult:
         """After a finished turn: fill in the result, tell memoryd, start the tool summaries, and
@@ -520,63 +387,10 @@ class Loop:
             threading.Thread(target=self._compact_later, args=(session.id,), daemon=True).start()
         return result
 
-    def _complete(self, session: Session, messages: list[dict[str, Any]]) -> Completion:
-        """One request of the turn.
-
-        Raises:
-            ContextFull: the request does not fit (the caller compacts or gives up).
-            TurnFailed: the model server is unreachable or failed.
-        """
-        max_tokens = self.settings.max_tokens
-        try:
-            try:
-                return self.model.complete(messages, session.baseline.tools, session.slot, max_tokens)
-            except ContextFull as exc:
-                room = _room_for_reply(exc, max_tokens)
-                if room is None:
-                    raise
-                # a server that counts the reply's budget too (OpenAI-style): ask for what fits
-                return self.model.complete(messages, session.baseline.tools, session.slot, room)
-        except ContextFull:
-            raise
-        except ModelUnreachable as exc:
-            raise TurnFailed("model-unreachable", str(exc), "model-unreachable") from None
-        except ModelError as exc:
-            raise TurnFailed("model-error", str(exc), "model-error") from None
-
-    def _call(self, session: Session, call: ToolCall) -> ToolRun:
-        routed = route(call.name, call.arguments)
-        if routed.problem is not None:
-            self._log_result(session, call, routed.tool, routed.problem, NO_DATA)
-            return ToolRun(name=routed.tool, code="refused:invalid-arguments", label=NO_DATA)
-        call_id = call.id if _CALL_ID.match(call.id) else f"call-{len(session.records)}"
-        request = ToolRequest(
-            session=session.id, call_id=call_id, tool=routed.tool, arguments=routed.arguments
-        )
-        response = self.broker.call(request)
-        label = response.label or NO_DATA
-        output = _SURROGATE.sub("\ufffd", response.output)  # the model server takes only valid UTF-8
-        self._log_result(session, call, routed.tool, output, label)
-        return ToolRun(name=routed.tool, code=response.code, label=label)
-
-    def _log_result(self, session: Session, call: ToolCall, tool: str, content: str, label: Label) -> None:
-        session.append(
-            ToolResult(
-                time=format_time(self.now()),
-                call=tool,
-                tool_call_id=call.id,
-                content=content,
-                data_class=label.data_class,
-                untrusted=label.untrusted,
-            )
-        )
-
     def forget(self, session_id: str) -> None:
         """Drop a session from memory (it is opened again from disk next time)."""
-        with self._lock(session_id):
-            self._open.pop(session_id, None)
-            with self._guard:
-                self.erased_live.pop(session_id, None)
+        with self.open_sessions.lock(session_id):
+            self.open_sessions.forget(session_id)
 
     # Erasure (seed 003 section 12.3; `erase`) -------------------------------------------------------
 
@@ -589,7 +403,6 @@ class Loop:
     def scrub_erased(self, session: Session) -> None:
         """Scrub the session's files again of every erasure that ran while it was live (a turn that
         was running then logs records, such as a recall result, that may quote an erased text)."""
-        with self._guard:
-            pending = list(self.erased_live.get(session.id, ()))
+        pending = self.open_sessions.erased(session.id)
         if pending:
-            erase.rescrub(session, pending)
+            self.rescrub(session, pending)

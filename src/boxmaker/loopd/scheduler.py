@@ -29,8 +29,9 @@ from typing import Any
 
 from boxmaker.loopd.cron import next_run
 from boxmaker.loopd.jobs import Job, JobsInvalid, Ledger, due_minutes, load_jobs, session_for
-from boxmaker.loopd.loop import Loop, TurnFailed, utc_now
+from boxmaker.loopd.loop import Loop, utc_now
 from boxmaker.loopd.slots import Priority, priority
+from boxmaker.loopd.turn import TurnFailed
 from boxmaker.proto.records import format_time
 
 log = logging.getLogger("boxmaker.loopd")

@@ -19,12 +19,13 @@ from boxmaker.loopd import erase
 from boxmaker.loopd.broker import BrokerdClient
 from boxmaker.loopd.config import Config
 from boxmaker.loopd.jobs import JobsInvalid
-from boxmaker.loopd.loop import Loop, LoopSettings, TurnFailed, utc_now
+from boxmaker.loopd.loop import Loop, LoopSettings, utc_now
 from boxmaker.loopd.memory import MemorydSource
 from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
 from boxmaker.loopd.scheduler import HEARTBEAT_SESSION, Scheduler
 from boxmaker.loopd.slots import PrioritySlots
 from boxmaker.loopd.summaries import Summaries
+from boxmaker.loopd.turn import TurnFailed
 from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld, ensure_dir
@@ -134,6 +135,7 @@ class Server:
             memory,
             lambda: config.system_prompt.read_text(encoding="utf-8"),
             settings=settings,
+            rescrub=erase.rescrub,
             compact_prompt=lambda: config.compact_prompt.read_text(encoding="utf-8"),
             summaries=self.summaries,
         )

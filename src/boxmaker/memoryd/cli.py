@@ -1,19 +1,19 @@
 """memoryd's command line: ``memoryd serve [--config PATH] [--home PATH]`` (M5a section 11).
 
-Thin: parse, build the frozen config, call `server.run` (STYLE 11).
+Thin: parse, then `proto.daemon.serve` builds the frozen config and calls `server.run` (STYLE 11).
 """
 
 from __future__ import annotations
 
-import logging
-import sys
 from pathlib import Path
 
 import click
 
-from boxmaker.memoryd import config as memoryd_config
-from boxmaker.memoryd.server import StartFailed, run
-from boxmaker.proto.errors import ConfigError
+from boxmaker.memoryd import config, server
+from boxmaker.proto import daemon
+from boxmaker.proto.errors import CannotStart, EmptyHome
+
+ROLE = daemon.Role("memoryd", config.load, server.run, server.StartFailed)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,20 +45,11 @@ def serve(config_path: Path | None, home: str | None, verbose: bool) -> None:
     Example:
         memoryd serve --home /tmp/agent-home
     """
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s memoryd %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    if home is not None and not home.strip():
-        raise click.BadParameter("the home folder cannot be empty", param_hint="--home")
     try:
-        config = memoryd_config.load(config_path, home)
-    except ConfigError as exc:
-        raise click.ClickException(f"{exc} (runbook: memoryd-start-failed)") from None
-    try:
-        run(config)
-    except StartFailed as exc:
+        daemon.serve(ROLE, config_path, home, verbose)
+    except EmptyHome as exc:
+        raise click.BadParameter(str(exc), param_hint="--home") from None
+    except CannotStart as exc:
         raise click.ClickException(str(exc)) from None
 
 

@@ -36,10 +36,9 @@ from pathlib import Path
 
 import msgspec
 
-from boxmaker.proto.errors import ConfigError
-from boxmaker.proto.home import Layout, resolve_home
+from boxmaker.proto.home import Layout
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.settings import convert_config, load_toml, packaged_starter
+from boxmaker.proto.settings import load_role_config
 
 
 class _Paths(msgspec.Struct, forbid_unknown_fields=True):
@@ -105,33 +104,16 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         ConfigError: unreadable file, bad TOML, unknown key, bad value, or a configured soul starter
             that does not exist.
     """
-    raw = _File()
-    base = Path.cwd()
-    if config_path is not None:
-        config_path = config_path.absolute()
-        raw = convert_config(load_toml(config_path), _File, str(config_path))
-        base = config_path.parent
-
-    def resolve(value: str | None) -> Path | None:
-        return None if value is None else (base / Path(value).expanduser()).absolute()
-
-    home = resolve_home(cli_home, resolve(raw.paths.home))
-    layout = Layout(home)
-    starter = resolve(raw.memory.soul_starter)
-    if starter is None:
-        named = base / "soul.md" if config_path is not None else None
-        starter = named if named is not None and named.is_file() else packaged_starter("soul.md")
-    elif not starter.is_file():
-        what = "is not a file" if starter.exists() else "does not exist"
-        raise ConfigError(str(config_path), f"[memory] soul_starter: {starter} {what}")
+    read = load_role_config("memoryd", _File, config_path, cli_home)
+    raw, layout = read.tables, read.layout
     return Config(
-        home=home,
-        soul_starter=starter,
+        home=read.home,
+        soul_starter=read.starter(raw.memory.soul_starter, "soul.md", "[memory] soul_starter"),
         review=raw.memory.review,
         max_class=raw.index.max_class,
-        loop_socket=resolve(raw.sockets.loop) or layout.memory_loop_socket,
-        broker_socket=resolve(raw.sockets.broker) or layout.memory_broker_socket,
-        admin_socket=resolve(raw.sockets.admin) or layout.memory_admin_socket,
+        loop_socket=read.resolve(raw.sockets.loop) or layout.memory_loop_socket,
+        broker_socket=read.resolve(raw.sockets.broker) or layout.memory_broker_socket,
+        admin_socket=read.resolve(raw.sockets.admin) or layout.memory_admin_socket,
         archive=raw.archive.enabled,
         dream_stage=raw.dream.stage,
     )

@@ -1,14 +1,77 @@
-"""Running a role in the foreground until SIGTERM or SIGINT (DESIGN 10.1), the same way for every role."""
+"""Starting a role from its command line and running it in the foreground until SIGTERM or SIGINT
+(DESIGN 10.1; STYLE 11), the same way for every role.
+
+Each role's ``cli.py`` keeps only its click shell (proto imports no click): it parses ``serve
+[--config PATH] [--home PATH] [-v]``, calls `serve` with its `Role`, and turns `EmptyHome` into a
+usage error on ``--home`` and `CannotStart` into a ``click.ClickException`` (exit 1).
+"""
 
 from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
+from typing import Generic, TypeVar
+
+from boxmaker.proto.errors import CannotStart, ConfigError, EmptyHome
 
 log = logging.getLogger("boxmaker")
+
+C = TypeVar("C")
+
+
+@dataclass(frozen=True, slots=True)
+class Role(Generic[C]):
+    """How one daemon starts from its command line.
+
+    Attributes:
+        name: the role's name: the second word of its log lines, and its runbook entry
+            ``<name>-start-failed``.
+        load: reads the role's config (the file, or None for defaults) with ``--home``.
+        run: starts the role and serves until a signal.
+        start_failed: what `run` raises when the role cannot start (its sentence is shown as it is).
+        config_prefix: said before a config error (brokerd says ``brokerd cannot start: ``).
+        quiet: loggers held at WARNING (loopd: ``httpx``, which logs every request at INFO).
+    """
+
+    name: str
+    load: Callable[[Path | None, str | None], C]
+    run: Callable[[C], None]
+    start_failed: type[Exception]
+    config_prefix: str = ""
+    quiet: tuple[str, ...] = ()
+
+
+def serve(role: Role[C], config_path: Path | None, home: str | None, verbose: bool) -> None:
+    """What ``<role> serve`` does: log to stderr, read the config, then run the role until a signal.
+
+    Raises:
+        EmptyHome: `home` is given but empty.
+        CannotStart: the config is unusable (``<prefix><file>: <why> (runbook: <name>-start-failed)``),
+            or `role.run` raised `role.start_failed` (its sentence).
+    """
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format=f"%(asctime)s {role.name} %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    for name in role.quiet:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    if home is not None and not home.strip():
+        raise EmptyHome()
+    try:
+        config = role.load(config_path, home)
+    except ConfigError as exc:
+        raise CannotStart(f"{role.config_prefix}{exc} (runbook: {role.name}-start-failed)") from None
+    try:
+        role.run(config)
+    except role.start_failed as exc:
+        raise CannotStart(str(exc)) from None
 
 
 def serve_until_signal(

@@ -12,6 +12,8 @@ The tree, and when each is raised::
     ├── InvalidId                 a session, edit or pending id does not have its form (DESIGN 10.2)
     ├── ConfigError               a config file is unreadable, not TOML, or has an unknown key or bad value
     ├── HomeError                 the home folder cannot be resolved or created
+    │   └── EmptyHome             a daemon's ``--home`` is given but empty (a usage error)
+    ├── CannotStart               a daemon cannot start: its config is unusable or its server refused to start
     └── PeerError                 a role answered with an `error` frame, or did not answer (client side)
 
 Every class builds its own sentence from its arguments, so every raise site says the same thing and
@@ -113,6 +115,19 @@ class ConfigError(BoxmakerError):
 
 class HomeError(BoxmakerError):
     """Raised when the home folder cannot be resolved, created or given its permissions."""
+
+
+class EmptyHome(HomeError):
+    """Raised when a daemon's ``--home`` is given but empty (before its config is read)."""
+
+    def __init__(self) -> None:
+        super().__init__("the home folder cannot be empty")
+
+
+class CannotStart(BoxmakerError):
+    """Raised when a daemon cannot start (`boxmaker.proto.daemon.serve`): its config is unusable, or
+    its server refused to start. The sentence is the whole line the owner reads, runbook pointer
+    included."""
 
 
 class PeerError(BoxmakerError):

@@ -1,20 +1,25 @@
 """Reading a role's TOML config into a frozen, typed value (DESIGN 10.1; STYLE 11).
 
 Unknown keys are an error naming the key and its table; a wrong type names the key and what it takes.
+`load_role_config` is the part every role's ``config.load`` shares: the file read and validated (or
+the defaults), relative paths resolved against the file's folder, the home found by DESIGN 10.1's
+order, and starter files that fall back to the packaged ones.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
 
 from boxmaker.proto.errors import ConfigError
+from boxmaker.proto.home import Layout, resolve_home
 
 T = TypeVar("T")
 
@@ -102,3 +107,86 @@ def model_url(value: str) -> str:
         raise ValueError(f"{value!r} must be a plain base URL such as http://127.0.0.1:8080")
     base = text.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
     return base.rstrip("/")
+
+
+class _Paths(Protocol):
+    @property
+    def home(self) -> str | None: ...
+
+
+class RoleTables(Protocol):
+    """A role's config file as its msgspec Struct reads it: at least a ``[paths]`` table with ``home``."""
+
+    @property
+    def paths(self) -> _Paths: ...
+
+
+F = TypeVar("F", bound=RoleTables)
+
+
+@dataclass(frozen=True, slots=True)
+class RoleConfig(Generic[F]):
+    """A role's config file, read and validated (its defaults without a file), and its home.
+
+    Attributes:
+        tables: the file's tables, every default filled in.
+        path: the file, absolute; None when the defaults apply.
+        where: what an error names: the file's path, or ``<role> defaults``.
+        base: the folder relative paths resolve against: the file's, else the current folder.
+        home: the home, by DESIGN 10.1's order (``--home``, ``[paths] home``, ``$BOXMAKER_HOME``, ...).
+    """
+
+    tables: F
+    path: Path | None
+    where: str
+    base: Path
+    home: Path
+
+    @property
+    def layout(self) -> Layout:
+        """The home's layout."""
+        return Layout(self.home)
+
+    def resolve(self, value: str | None) -> Path | None:
+        """A configured path, absolute (``~`` expanded, relative to `base`); None stays None."""
+        return _resolve(self.base, value)
+
+    def starter(self, value: str | None, name: str, key: str) -> Path:
+        """A configured starter file (which must exist), else `name` next to the config file when it
+        is there, else the packaged one (DESIGN 10.1).
+
+        Raises:
+            ConfigError: the configured file does not exist or is not a file (naming `key`).
+        """
+        path = self.resolve(value)
+        if path is None:
+            named = self.base / name if self.path is not None else None
+            return named if named is not None and named.is_file() else packaged_starter(name)
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise ConfigError(self.where, f"{key}: {path} {what}")
+        return path
+
+
+def load_role_config(
+    role: str, kind: type[F], config_path: Path | None, cli_home: str | None
+) -> RoleConfig[F]:
+    """Read `role`'s config file as `kind` (its defaults when `config_path` is None) and find its home.
+
+    Raises:
+        ConfigError: unreadable file, bad TOML, unknown key (named), or a bad value.
+    """
+    tables = kind()
+    base = Path.cwd()
+    where = f"{role} defaults"
+    if config_path is not None:
+        config_path = config_path.absolute()
+        where = str(config_path)
+        tables = convert_config(load_toml(config_path), kind, where)
+        base = config_path.parent
+    home = resolve_home(cli_home, _resolve(base, tables.paths.home))
+    return RoleConfig(tables, config_path, where, base, home)
+
+
+def _resolve(base: Path, value: str | None) -> Path | None:
+    return None if value is None else (base / Path(value).expanduser()).absolute()

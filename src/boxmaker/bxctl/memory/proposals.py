@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from boxmaker.bxctl import client
-from boxmaker.bxctl.memory import _socket, json_option, memory_socket_option
+from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
 from boxmaker.bxctl.state import State, pass_state
 
 
@@ -41,7 +41,7 @@ def memory_proposals(ctx: click.Context, show_all: bool, memory_socket: Path | N
         return
     state = ctx.find_object(State)
     assert state is not None
-    reply = client.admin(_socket(state, memory_socket), "proposals", "", {"all": show_all})
+    reply = client.admin(memory_socket_path(state, memory_socket), "proposals", "", {"all": show_all})
     client.emit(reply, as_json)
 
 
@@ -67,7 +67,7 @@ def proposals_accept(
         bxctl memory proposals accept mempolicy-2026-09-24-001
     """
     args = {"untrusted_ok": True} if untrusted_ok else {}
-    socket = _socket(state, memory_socket)
+    socket = memory_socket_path(state, memory_socket)
     client.emit_call(lambda: client.admin(socket, "proposal-accept", proposal_id, args), as_json)
 
 
@@ -83,5 +83,5 @@ def proposals_reject(state: State, proposal_id: str, memory_socket: Path | None,
     Example:
         bxctl memory proposals reject mempolicy-2026-09-24-001
     """
-    socket = _socket(state, memory_socket)
+    socket = memory_socket_path(state, memory_socket)
     client.emit_call(lambda: client.admin(socket, "proposal-reject", proposal_id), as_json)

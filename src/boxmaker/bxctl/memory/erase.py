@@ -41,6 +41,7 @@ from typing import Any
 import click
 
 from boxmaker.bxctl import client, roles
+from boxmaker.bxctl.options import broker_socket_option, json_option, loop_socket_option, memory_socket_option
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import UNEVALUATED
@@ -247,25 +248,10 @@ class _Erasure:
     help="With --yes: erase even when loopd or brokerd does not answer (their holders stay "
     "unevaluated, and a later run cannot find the texts).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-@click.option(
-    "--memory-socket",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="memoryd's admin socket (default: [sockets] admin in {home}/config/memoryd.toml, "
-    "else {home}/run/owner-memory/admin.sock).",
-)
-@click.option(
-    "--loop-socket",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="loopd's owner socket (default: [sockets] owner in {home}/config/loopd.toml, "
-    "else {home}/run/owner-loop/chat.sock).",
-)
-@click.option(
-    "--broker-socket",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="brokerd's admin socket (default: [sockets] admin in {home}/config/brokerd.toml, "
-    "else {home}/run/owner-broker/admin.sock).",
-)
+@json_option
+@memory_socket_option
+@loop_socket_option
+@broker_socket_option
 @pass_state
 def memory_erase(  # noqa: PLR0917 (click passes each option as an argument)
     state: State,
@@ -411,7 +397,7 @@ def _print_receipt(
 @click.option(
     "--memory-socket", type=click.Path(path_type=Path, dir_okay=False), help="memoryd's admin socket."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@json_option
 @pass_state
 def memory_erasures(state: State, memory_socket: Path | None, as_json: bool) -> None:
     """List the erasure tombstones (memory/erasures.jsonl): scope, authority, each holder's result.

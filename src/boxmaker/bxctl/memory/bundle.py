@@ -1,0 +1,106 @@
+"""``bxctl memory archive``, ``export``, ``import`` and ``replay``: the archive, bundles of the item store,
+and the journal replayed (seed 003; issue 6).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from boxmaker.bxctl import client
+from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
+from boxmaker.bxctl.state import State, pass_state
+
+
+@click.command(name="archive")
+@memory_socket_option
+@json_option
+@pass_state
+def memory_archive(state: State, memory_socket: Path | None, as_json: bool) -> None:
+    """Archive every captured item not yet archived, now (memoryd's timer does it daily).
+
+    Appends to memory/archive/YYYY-MM-DD.md (the capture's date); files are never rewritten.
+
+    \b
+    Example:
+        bxctl memory archive
+        archived 3 items to archive/2026-09-24.md (2026-09-24-0007)
+    """
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "archive"), as_json)
+
+
+@click.command(name="export")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--omit-withdrawn",
+    is_flag=True,
+    help="Leave withdrawn items out (by default they go with the controls that withdraw them).",
+)
+@memory_socket_option
+@json_option
+@pass_state
+def memory_export(
+    state: State, file: Path, omit_withdrawn: bool, memory_socket: Path | None, as_json: bool
+) -> None:
+    """Write the item store, with its withdrawal controls, to FILE (a new file; JSON, 0600).
+
+    memoryd writes the file and journals the export; erased items are never exported.
+
+    \b
+    Example:
+        bxctl memory export ~/memory-2026-09-24.json
+    """
+    args = {"omit_withdrawn": omit_withdrawn}
+    reply = client.admin(memory_socket_path(state, memory_socket), "export", str(file.absolute()), args)
+    client.emit(reply, as_json)
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--trusted",
+    is_flag=True,
+    help="The bundle is yours and unmodified: keep its labels (by default every item is untrusted).",
+)
+@memory_socket_option
+@json_option
+@pass_state
+def memory_import(state: State, file: Path, trusted: bool, memory_socket: Path | None, as_json: bool) -> None:
+    """Import a bundle written by bxctl memory export: checked whole first, or refused.
+
+    Every imported item is untrusted unless --trusted, and is marked imported. Items already here
+    with the same text are skipped; withdrawn items come with their controls; a control that would
+    reinstate or replace a withdrawal of this memory is refused. The answer lists the withdrawals
+    added and any scope left conflicting.
+
+    \b
+    Example:
+        bxctl memory import ~/memory-2026-09-24.json
+    """
+    args = {"trusted": trusted}
+    reply = client.admin(memory_socket_path(state, memory_socket), "import", str(file.absolute()), args)
+    client.emit(reply, as_json)
+
+
+@click.command(name="replay")
+@click.option(
+    "--into",
+    "into",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="A new or empty folder.",
+)
+@memory_socket_option
+@json_option
+@pass_state
+def memory_replay(state: State, into: Path, memory_socket: Path | None, as_json: bool) -> None:
+    """Rebuild the memory files from the edit journal alone into DIR, to compare with memory/.
+
+    \b
+    Example:
+        bxctl memory replay --into /tmp/replayed && diff -r /tmp/replayed ~/.local/share/boxmaker/memory
+    """
+    client.emit(
+        client.admin(memory_socket_path(state, memory_socket), "replay", str(into.absolute())), as_json
+    )
