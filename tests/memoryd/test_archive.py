@@ -33,7 +33,7 @@ from boxmaker.memoryd.items import replay
 from boxmaker.memoryd.items.replay import replay_into
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write.actions import Add, Replace
-from boxmaker.memoryd.write.writer import OWNER, Caller
+from boxmaker.memoryd.write.answer import OWNER, Caller
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.labels import DataClass, Label
 from conftest import Clock

@@ -73,6 +73,6 @@ def test_query_case(case: dict[str, Any], service: Memoryd) -> None:
 
 
 def service_owner() -> Any:
-    from boxmaker.memoryd.write.writer import OWNER
+    from boxmaker.memoryd.write.answer import OWNER
 
     return OWNER

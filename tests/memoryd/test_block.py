@@ -10,7 +10,7 @@ from boxmaker.memoryd.check.rules import CONTENT_RULES
 from boxmaker.memoryd.files.serve import MemoryUnavailable
 from boxmaker.memoryd.memory import block as served_block
 from boxmaker.memoryd.service import Memoryd
-from boxmaker.memoryd.write.writer import OWNER
+from boxmaker.memoryd.write.answer import OWNER
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply, MemoryBlock, MemoryBlockReply
 
 #: One entry an owner might type by hand that fails each content rule.

@@ -16,7 +16,7 @@ from boxmaker.memoryd.items.store import ItemStore
 from boxmaker.memoryd.memory import excluded
 from boxmaker.memoryd.sentences import Refusal, erasure
 from boxmaker.memoryd.write.actions import Add
-from boxmaker.memoryd.write.writer import Caller
+from boxmaker.memoryd.write.answer import Caller
 from boxmaker.proto.labels import DataClass, Label
 
 TEXT = "The alarm code is HERON-4410-BISON"

@@ -18,7 +18,7 @@ from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write import itemops
 from boxmaker.memoryd.write.actions import Add, Consolidate, Note, RawItem, parse_memory
-from boxmaker.memoryd.write.writer import OWNER, Caller
+from boxmaker.memoryd.write.answer import OWNER, Caller
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply, MemoryCall, ToolRequest, ToolResponse

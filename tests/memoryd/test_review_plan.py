@@ -13,7 +13,7 @@ from test_skeptic import note
 from boxmaker.memoryd.review import sections as review_sections
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write import itemops
-from boxmaker.memoryd.write.writer import OWNER
+from boxmaker.memoryd.write.answer import OWNER
 from boxmaker.proto.messages import MemoryAdmin
 from conftest import Clock
 

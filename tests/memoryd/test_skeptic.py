@@ -11,7 +11,7 @@ from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write import itemops
-from boxmaker.memoryd.write.writer import OWNER
+from boxmaker.memoryd.write.answer import OWNER
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryAdmin, MemoryCall, SessionUpdated, ToolRequest, ToolResponse
 from conftest import Clock, record, start, write_log

@@ -24,7 +24,7 @@ from boxmaker.memoryd.withdrawal import records
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
 from boxmaker.memoryd.withdrawal.receipts import withdraw
 from boxmaker.memoryd.withdrawal.records import Scope, WithdrawalRecord, check, normalize, same_scope
-from boxmaker.memoryd.write.writer import Caller
+from boxmaker.memoryd.write.answer import Caller
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryAdmin, MemoryCall, ToolRequest

@@ -13,7 +13,8 @@ from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import parse
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.write.actions import Add, Consolidate, MemoryAction, Note, RawItem, Remove, Replace
-from boxmaker.memoryd.write.writer import OWNER, Caller, Writer
+from boxmaker.memoryd.write.answer import OWNER, Caller
+from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.settings import packaged_starter
 from conftest import Clock

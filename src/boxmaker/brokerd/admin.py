@@ -10,7 +10,7 @@
 - ``erase-plan`` / ``erase`` (args ``{"sessions", "texts", "erasure_id"}``): an authorised erasure in
   brokerd's files (`boxmaker.brokerd.erase`).
 
-An unknown command answers with data ``{"code": "refused:unknown-command"}`` and a sentence listing the
+An unknown command answers with data ``{"code": Code.UNKNOWN_COMMAND}`` and a sentence listing the
 commands. `text` escapes everything that came from outside (``proto.escape``); `data` is raw JSON.
 """
 
@@ -24,6 +24,7 @@ from boxmaker.brokerd import erase
 from boxmaker.brokerd.broker import Broker
 from boxmaker.brokerd.grants import Grant, GrantSet
 from boxmaker.brokerd.ledger import label_json
+from boxmaker.brokerd.sentences import Code
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.messages import BrokerAdmin, BrokerAdminReply, StatusReply
 
@@ -58,7 +59,7 @@ def handle(broker: Broker, request: BrokerAdmin) -> BrokerAdminReply:
         names = ", ".join([*sorted(COMMANDS), "erase-plan", "erase"])
         return BrokerAdminReply(
             text=f"brokerd has no command {request.command!r}; the commands are {names}",
-            data={"code": "refused:unknown-command"},
+            data={"code": Code.UNKNOWN_COMMAND},
         )
     return command(broker, request.arg)
 
@@ -88,7 +89,7 @@ def _answer(approve: bool) -> Callable[[Broker, str], BrokerAdminReply]:
         if pending is None:
             return BrokerAdminReply(
                 text=f"no call waits under the id '{escape_line(arg)}' (it may have timed out)",
-                data={"code": "refused:not-found"},
+                data={"code": Code.NOT_FOUND},
             )
         request = pending.request
         text = f"{verb} {pending.id}: {request.tool} in session {request.session}"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from boxmaker.brokerd.broker import Broker
+from boxmaker.brokerd.sentences import Code
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import COMPLETED, PARTIAL, Scrubber
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
@@ -95,7 +96,7 @@ def handle(broker: Broker, request: BrokerAdmin) -> BrokerAdminReply:
     try:
         sessions, texts, erasure_id = _parse(request.args)
     except BadRequest as exc:
-        return BrokerAdminReply(text=f"refused (arguments): {exc}", data={"code": "refused:arguments"})
+        return BrokerAdminReply(text=f"refused (arguments): {exc}", data={"code": Code.ARGUMENTS})
     labels = {broker.labels.folder / f"{s}.json": s for s in sessions}
     scrubber = Scrubber(texts, erasure_id)
     if request.command == "erase-plan":

@@ -16,6 +16,7 @@ import httpx
 from boxmaker.brokerd.grants import HOST
 from boxmaker.brokerd.policy import host_allowed
 from boxmaker.brokerd.runtime import Output
+from boxmaker.brokerd.sentences import Code
 from boxmaker.proto.labels import DataClass, Label
 
 MAX_REDIRECTS = 5
@@ -57,14 +58,14 @@ def fetch(
     try:
         target = httpx.URL(url)
     except (httpx.InvalidURL, ValueError):
-        return Output("http_fetch: the url is not a URL", "refused:invalid-arguments"), None
+        return Output("http_fetch: the url is not a URL", Code.INVALID_ARGUMENTS), None
     with httpx.Client(
         follow_redirects=False, timeout=limits.timeout_s, trust_env=False, transport=transport
     ) as client:
         for _ in range(MAX_REDIRECTS + 1):
             problem = _hop_problem(target, grant_id, hosts)
             if problem:
-                return Output(problem, "refused:denied"), None
+                return Output(problem, Code.DENIED), None
             try:
                 with client.stream("GET", target) as response:
                     location = response.headers.get("location")
@@ -73,12 +74,10 @@ def fetch(
                         continue
                     return _page(response, limits.max_bytes), FETCHED
             except httpx.TimeoutException:
-                return Output(
-                    f"http_fetch: no answer within {limits.timeout_s:g} s", "refused:fetch-failed"
-                ), None
+                return Output(f"http_fetch: no answer within {limits.timeout_s:g} s", Code.FETCH_FAILED), None
             except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
-                return Output(f"http_fetch failed: {type(exc).__name__}", "refused:fetch-failed"), None
-    return Output(f"http_fetch: more than {MAX_REDIRECTS} redirects", "refused:fetch-failed"), None
+                return Output(f"http_fetch failed: {type(exc).__name__}", Code.FETCH_FAILED), None
+    return Output(f"http_fetch: more than {MAX_REDIRECTS} redirects", Code.FETCH_FAILED), None
 
 
 def _page(response: httpx.Response, max_bytes: int) -> Output:

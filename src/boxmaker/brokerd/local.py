@@ -25,6 +25,7 @@ from boxmaker.brokerd.fetch import FetchLimits, fetch
 from boxmaker.brokerd.grants import Grant, GrantSet, Mode
 from boxmaker.brokerd.policy import path_allowed
 from boxmaker.brokerd.runtime import Output, RunSpec, Runtime
+from boxmaker.brokerd.sentences import Code
 from boxmaker.brokerd.tools import SCHEMAS
 from boxmaker.proto.labels import DataClass, Label
 
@@ -100,18 +101,18 @@ def read_file(path: str, grant: Grant, max_bytes: int) -> Output:
     real = os.path.realpath(path)
     folders = (*grant.paths, *(os.path.realpath(p) for p in grant.paths if not any(c in p for c in "*?[")))
     if not grant.paths or not path_allowed(real, folders):
-        return Output(f"the grant {grant.id} does not allow reading {path}", "refused:denied")
+        return Output(f"the grant {grant.id} does not allow reading {path}", Code.DENIED)
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return Output(f"read_file: {path} does not exist", "refused:not-found")
+        return Output(f"read_file: {path} does not exist", Code.NOT_FOUND)
     except OSError as exc:
-        return Output(f"read_file: cannot open {path} ({exc.strerror or exc})", "refused:unavailable")
+        return Output(f"read_file: cannot open {path} ({exc.strerror or exc})", Code.UNAVAILABLE)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            return Output(f"read_file: {path} is {what}; give the path of a file", "refused:not-a-file")
+            return Output(f"read_file: {path} is {what}; give the path of a file", Code.NOT_A_FILE)
         data = b""
         while len(data) <= max_bytes:
             chunk = os.read(fd, max_bytes + 1 - len(data))
@@ -119,7 +120,7 @@ def read_file(path: str, grant: Grant, max_bytes: int) -> Output:
                 break
             data += chunk
     except OSError as exc:
-        return Output(f"read_file: cannot read {path} ({exc.strerror or exc})", "refused:unavailable")
+        return Output(f"read_file: cannot read {path} ({exc.strerror or exc})", Code.UNAVAILABLE)
     finally:
         os.close(fd)
     text = data[:max_bytes].decode("utf-8", errors="replace")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from boxmaker.brokerd import sentences
 from boxmaker.brokerd.grants import Grant, GrantSet
+from boxmaker.brokerd.sentences import Code
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.labels import Label
@@ -92,11 +93,11 @@ class MemoryRuntime(Runtime):
             reply = wire.call(self.socket, body, timeout=self.timeout_s)
         except PeerError as exc:
             if exc.code == "unreachable":
-                return Output(sentences.MEMORYD_UNREACHABLE, "refused:memoryd-unreachable"), None
-            return Output(f"memoryd refused the call: {exc.message}", "refused:memoryd-error"), None
+                return Output(sentences.MEMORYD_UNREACHABLE, Code.MEMORYD_UNREACHABLE), None
+            return Output(f"memoryd refused the call: {exc.message}", Code.MEMORYD_ERROR), None
         if not isinstance(reply, ToolResponse):
             why = "memoryd answered with something other than a tool_response"
-            return Output(why, "refused:memoryd-error"), None
+            return Output(why, Code.MEMORYD_ERROR), None
         return Output(reply.output, reply.code), reply.label
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from boxmaker.loopd.codes import Code
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.labels import DataClass, Label
@@ -44,7 +45,7 @@ class BrokerdClient:
         try:
             reply = wire.call(self.socket, request, timeout=self.timeout)
         except PeerError as exc:
-            code = "refused:brokerd-unreachable" if exc.code == "unreachable" else f"refused:{exc.code}"
+            code = Code.BROKERD_UNREACHABLE if exc.code == "unreachable" else f"refused:{exc.code}"
             runbook = exc.runbook or "brokerd-unreachable"
             return ToolResponse(
                 call_id=request.call_id,
@@ -56,7 +57,7 @@ class BrokerdClient:
             return ToolResponse(
                 call_id=request.call_id,
                 output=f"the tool did not run: brokerd answered {type(reply).__name__}",
-                code="refused:bad-reply",
+                code=Code.BAD_REPLY,
                 label=NO_DATA,
             )
         return reply

@@ -17,6 +17,7 @@ from typing import Any
 
 from boxmaker.loopd import erase
 from boxmaker.loopd.broker import BrokerdClient
+from boxmaker.loopd.codes import Code
 from boxmaker.loopd.config import Config
 from boxmaker.loopd.jobs import JobsInvalid
 from boxmaker.loopd.loop import Loop, LoopSettings, utc_now
@@ -288,7 +289,7 @@ class Server:
         if request.command != "jobs":
             return LoopAdminReply(
                 text=f"loopd has no command {request.command!r}; it has: jobs, compacting, erase-plan, erase",
-                data={"code": "refused:unknown-command"},
+                data={"code": Code.UNKNOWN_COMMAND},
             )
         rows = self.scheduler.listing() if self.scheduler is not None else []
         problem = self.scheduler.problem if self.scheduler is not None else ""
@@ -302,7 +303,7 @@ class Server:
             lines.append(f"{row['name']}  {row['schedule']}  next {row['next'] or 'never'}  {result}{now}")
         data: Any = rows
         if problem:  # a broken job file: said first, and bxctl exits 1
-            data = {"code": "refused:jobs-invalid", "problem": problem, "jobs": rows}
+            data = {"code": Code.JOBS_INVALID, "problem": problem, "jobs": rows}
         return LoopAdminReply(text="\n".join(lines), data=data)
 
     def erase(self, request: LoopAdmin) -> LoopAdminReply:
@@ -311,7 +312,7 @@ class Server:
         try:
             parsed = erase.parse(request.args, execute)
         except erase.BadRequest as exc:
-            return LoopAdminReply(text=f"refused (arguments): {exc}", data={"code": "refused:arguments"})
+            return LoopAdminReply(text=f"refused (arguments): {exc}", data={"code": Code.ARGUMENTS})
         try:
             info = self.server_info()
         except ServerMismatch:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from boxmaker.loopd.broker import NO_DATA, Broker
+from boxmaker.loopd.codes import Code
 from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
 from boxmaker.loopd.session import Session
 from boxmaker.loopd.tools import route
@@ -169,7 +170,7 @@ def call_tool(broker: Broker, session: Session, call: ToolCall, now: Callable[[]
     routed = route(call.name, call.arguments)
     if routed.problem is not None:
         log_result(session, call, routed.tool, routed.problem, NO_DATA, now=now)
-        return ToolRun(name=routed.tool, code="refused:invalid-arguments", label=NO_DATA)
+        return ToolRun(name=routed.tool, code=Code.INVALID_ARGUMENTS, label=NO_DATA)
     call_id = call.id if _CALL_ID.match(call.id) else f"call-{len(session.records)}"
     request = ToolRequest(session=session.id, call_id=call_id, tool=routed.tool, arguments=routed.arguments)
     response = broker.call(request)

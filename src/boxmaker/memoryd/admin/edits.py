@@ -12,7 +12,7 @@ from boxmaker.memoryd.files.entries import IDENTITY_FILES
 from boxmaker.memoryd.memory import Memory
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.write.actions import Add, parse_memory
-from boxmaker.memoryd.write.writer import OWNER, guarded
+from boxmaker.memoryd.write.answer import OWNER, guarded
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import parse_edit_id, parse_pending_id

@@ -16,7 +16,7 @@ from boxmaker.memoryd.items.store import CONFIDENCE_SCHEME, KINDS, STATUSES, Ite
 from boxmaker.memoryd.memory import Memory, excluded
 from boxmaker.memoryd.sentences import capture, unavailable
 from boxmaker.memoryd.write import itemops
-from boxmaker.memoryd.write.writer import OWNER, guarded
+from boxmaker.memoryd.write.answer import OWNER, guarded
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply

@@ -6,7 +6,7 @@ what bxctl prints, ``data`` what ``--json`` prints; a refused command still answ
 from __future__ import annotations
 
 from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.write.writer import Answer
+from boxmaker.memoryd.write.answer import Answer
 from boxmaker.proto.messages import MemoryAdminReply
 
 

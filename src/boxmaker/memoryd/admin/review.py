@@ -12,11 +12,11 @@ from boxmaker.memoryd.admin.command import Command
 from boxmaker.memoryd.admin.replies import answer, refused
 from boxmaker.memoryd.files.store import FileUnreadable
 from boxmaker.memoryd.memory import Memory
-from boxmaker.memoryd.review import feedback as metamemory
 from boxmaker.memoryd.review import plan, proposals
+from boxmaker.memoryd.review.feedback import describe, of_item, read_feedback, record
 from boxmaker.memoryd.review.tiering import listing_now
 from boxmaker.memoryd.sentences import Refusal, capture, unavailable
-from boxmaker.memoryd.write.writer import guarded
+from boxmaker.memoryd.write.answer import guarded
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 
@@ -69,7 +69,7 @@ def _review(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 def _feedback(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     """The owner's feedback event (`review.feedback.record`, ``recorded_by: owner``); the reply's
     data: ``{"code", "edit", "feedback_id"}`` (the new ``memfb-`` id once recorded)."""
-    done = metamemory.record(memory.writer, memory.recaller, dict(request.args))
+    done = record(memory.writer, memory.recaller, dict(request.args))
     reply = answer(done)
     recorded = re.search(r"\bmemfb-\d{4}-\d{2}-\d{2}-\d{3,}\b", done.output) if done.ok else None
     if recorded is not None and isinstance(reply.data, dict):
@@ -84,12 +84,12 @@ def _feedback_of(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     if memory.items.get(request.arg) is None:
         return refused(capture.item_not_found(request.arg))
     try:
-        found = metamemory.of_item(metamemory.read_feedback(memory.config.layout.memory), request.arg)
+        found = of_item(read_feedback(memory.config.layout.memory), request.arg)
     except OSError as exc:
         return refused(unavailable(str(exc), "nothing to list"))
     if not found:
         return MemoryAdminReply(f"(no feedback on {request.arg})", [])
-    return MemoryAdminReply("\n".join(metamemory.describe(e) for e in found), found)
+    return MemoryAdminReply("\n".join(describe(e) for e in found), found)
 
 
 COMMANDS = (

@@ -52,6 +52,7 @@ from boxmaker.memoryd.files.notes import Note, render, render_header
 from boxmaker.memoryd.items import archive
 from boxmaker.memoryd.items.store import Item, capture_event, captured, fold
 from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.memoryd.withdrawal import records
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
@@ -192,28 +193,21 @@ def write_new(path: Path, data: bytes) -> None:
 # Import ---------------------------------------------------------------------------------------
 
 
-def _refused(why: str) -> Refusal:
-    return Refusal(
-        "refused:bundle",
-        f"the bundle cannot be imported: {why}; nothing was imported (runbook: memory-import-refused)",
-    )
-
-
 def read_bundle(path: Path) -> dict[str, Any] | Refusal:
     """The bundle's JSON object, or a refusal saying why it cannot be read."""
     try:
         size = path.stat().st_size
         if size > MAX_BUNDLE:
-            return _refused(f"it is {size:,} bytes, over the limit of {MAX_BUNDLE:,}")
+            return files_sentences.bundle_refused(f"it is {size:,} bytes, over the limit of {MAX_BUNDLE:,}")
         value = json.loads(path.read_bytes())
     except FileNotFoundError:
-        return Refusal("refused:not-found", f"no bundle at {path}; nothing was imported")
+        return files_sentences.no_bundle(str(path))
     except OSError as exc:
-        return _refused(f"it cannot be read ({exc.strerror or exc})")
+        return files_sentences.bundle_refused(f"it cannot be read ({exc.strerror or exc})")
     except ValueError as exc:
-        return _refused(f"it is not JSON ({exc})")
+        return files_sentences.bundle_refused(f"it is not JSON ({exc})")
     if not isinstance(value, dict) or value.get("format") != FORMAT:
-        return _refused(f'it is not a "{FORMAT}" bundle')
+        return files_sentences.bundle_refused(f'it is not a "{FORMAT}" bundle')
     return value
 
 
@@ -324,43 +318,40 @@ def plan_import(
     events, controls = bundle.get("items"), bundle.get("controls")
     withdrawn = bundle.get("withdrawn", [])
     if not isinstance(events, list):
-        return _refused('it has no "items" list')
+        return files_sentences.bundle_refused('it has no "items" list')
     if not isinstance(withdrawn, list) or not all(isinstance(i, str) for i in withdrawn):
-        return _refused('its "withdrawn" is not a list of item ids')
+        return files_sentences.bundle_refused('its "withdrawn" is not a list of item ids')
     if withdrawn and controls is None:
-        return _refused(
+        return files_sentences.bundle_refused(
             f"it holds {len(withdrawn):,} withdrawn item(s) but no controls; export it again with its "
             "controls, or with --omit-withdrawn"
         )
     if controls is not None and not isinstance(controls, list):
-        return _refused('its "controls" is not a list')
+        return files_sentences.bundle_refused('its "controls" is not a list')
     seen: dict[str, Item] = {}
     for number, event in enumerate(events, start=1):
         why = _check_event(number, event, seen)
         if why:
-            return _refused(why)
+            return files_sentences.bundle_refused(why)
     records: list[dict[str, Any]] = []
     for number, record in enumerate(controls or [], start=1):
         why = _check_control(number, record)
         if why:
-            return _refused(why)
+            return files_sentences.bundle_refused(why)
         records.append(record)
     for ident in withdrawn:
         item = seen.get(ident)
         if item is None:
-            return _refused(f"it lists {ident} as withdrawn but does not hold it")
+            return files_sentences.bundle_refused(f"it lists {ident} as withdrawn but does not hold it")
         if not any(r["action"] == "withdraw" and selects(r, item) for r in records):
-            return _refused(f"its controls do not cover the withdrawn item {ident}")
+            return files_sentences.bundle_refused(f"its controls do not cover the withdrawn item {ident}")
     skipped: list[str] = []
     for ident, item in seen.items():
         there = present.get(ident)
         if there is None:
             continue
         if there.text != item.text or there.erased:
-            return Refusal(
-                "refused:conflict",
-                f"{ident} is already in this memory with a different text; nothing was imported",
-            )
+            return files_sentences.import_conflict(ident, "text")
         skipped.append(ident)
     known = {str(c.get("withdrawal_id")): c for c in present_controls}
     new_controls, skipped_controls = [], []
@@ -368,16 +359,13 @@ def plan_import(
         ident = str(record["withdrawal_id"])
         if ident in known:
             if known[ident] != record:
-                return Refusal(
-                    "refused:conflict",
-                    f"{ident} is already in this memory with a different content; nothing was imported",
-                )
+                return files_sentences.import_conflict(ident, "content")
             skipped_controls.append(ident)
         else:
             new_controls.append(record)
     for record in new_controls:
         if record.get("supersedes") in known:
-            return _refused(
+            return files_sentences.bundle_refused(
                 f"control {record['withdrawal_id']} supersedes {record['supersedes']}, which this memory "
                 "already holds; a withdrawal of this memory is reinstated or replaced here, with bxctl "
                 "memory reinstate or withdraw --supersedes"

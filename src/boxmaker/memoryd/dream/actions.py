@@ -18,7 +18,8 @@ from boxmaker.memoryd.files.journal import Change, Journal, Reserved, read_jsonl
 from boxmaker.memoryd.items.projections import Excluded
 from boxmaker.memoryd.sentences import OK, Refusal, capture, dream, identity
 from boxmaker.memoryd.write import itemops
-from boxmaker.memoryd.write.writer import Answer, Caller, Writer, guarded
+from boxmaker.memoryd.write.answer import Answer, Caller, guarded
+from boxmaker.memoryd.write.writer import Writer
 
 #: The maintenance actions, offered only to a run of a maintenance job.
 MAINTENANCE_ACTIONS = ("dream-input", "supersede", "mark", "cool", "merge", "assign")

@@ -18,7 +18,8 @@ from boxmaker.memoryd.items import projections
 from boxmaker.memoryd.items.projections import Excluded
 from boxmaker.memoryd.items.store import Item, active_by_subject, label_of
 from boxmaker.memoryd.sentences import dream
-from boxmaker.memoryd.write.writer import Caller, Writer
+from boxmaker.memoryd.write.answer import Caller
+from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto.labels import Label
 
 #: Journal actions of a pass (besides supersede, pending-cleanup, cool, merge, assign, note).

@@ -22,7 +22,8 @@ from boxmaker.memoryd.dream.inputs import entry_of, stamp
 from boxmaker.memoryd.files.journal import Change, encode_line, read_jsonl
 from boxmaker.memoryd.files.names import DREAM_DIR
 from boxmaker.memoryd.sentences import Refusal, dream, identity
-from boxmaker.memoryd.write.writer import OWNER, Answer, Caller, Writer, guarded
+from boxmaker.memoryd.write.answer import OWNER, Answer, Caller, guarded
+from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
 
@@ -199,10 +200,10 @@ def _apply_staged(line: dict[str, Any], apply: Apply) -> Answer:
             Label(DataClass(line["taint"]), bool(line["untrusted"])),
         )
     except (KeyError, ValueError):
-        return Answer("the staged line is damaged; it was not applied", "refused:damaged")
+        return Answer.refused(dream.STAGED_LINE_DAMAGED)
     parsed = parse(arguments) if isinstance(arguments, dict) else identity.arguments("no arguments")
     if isinstance(parsed, Refusal):
         return Answer.refused(parsed)
     if isinstance(parsed, DreamInput):
-        return Answer("dream-input is never staged; it was not applied", "refused:damaged")
+        return Answer.refused(dream.INPUT_NEVER_STAGED)
     return guarded(lambda: apply(caller, parsed))

@@ -36,20 +36,11 @@ from pathlib import Path
 from boxmaker.memoryd.files.entries import normalise_newlines
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.index.db import (
-    Cancelled,
-    Counts,
-    IndexDB,
-    LogShrank,
-    SchemaMismatch,
-    connect,
-    finish_bulk,
-    migrate,
-    start_bulk,
-)
+from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
+from boxmaker.memoryd.index.schema import Counts, SchemaMismatch, connect, finish_bulk, migrate, start_bulk
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError

@@ -17,9 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from boxmaker.memoryd.index.db import Counts, counts_of
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
+from boxmaker.memoryd.index.schema import Counts, counts_of
 from boxmaker.memoryd.index.search import Frequencies, Planned, hits, merge, plan, scored
 
 #: Reader connections kept open between recalls, at most.

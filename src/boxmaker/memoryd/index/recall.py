@@ -169,9 +169,7 @@ class Recaller:
             excluded = self.exclusion()
         except OSError as exc:
             log.error("recall refused: items.jsonl or the controls cannot be read: %s", exc)
-            return Refusal(
-                "refused:unavailable", f"recall cannot read the item store ({exc}); nothing was shown"
-            )
+            return identity.items_unreadable(str(exc))
         return skeptic.read(hits, found, excluded.item)
 
     def _log(

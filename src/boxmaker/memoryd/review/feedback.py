@@ -50,7 +50,8 @@ from boxmaker.memoryd.index.recall import Recaller
 from boxmaker.memoryd.index.retrievals import DEFAULT_ROLE, find_retrieval, real_day, stamp, task_id
 from boxmaker.memoryd.items.store import is_item_id
 from boxmaker.memoryd.sentences import OK, Refusal, identity, review, unavailable
-from boxmaker.memoryd.write.writer import Answer, Writer
+from boxmaker.memoryd.write.answer import Answer
+from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import OWNER_SESSION
 

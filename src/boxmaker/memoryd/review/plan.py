@@ -48,7 +48,7 @@ from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import FileOverLimit, Store
-from boxmaker.memoryd.review import feedback as metamemory
+from boxmaker.memoryd.review.feedback import read_feedback
 from boxmaker.memoryd.review.sections import Inputs, Section, build
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
 from boxmaker.memoryd.write.writer import Writer
@@ -85,7 +85,7 @@ def gather(writer: Writer, controls: Controls) -> Inputs:
         generated=generated,
         events=writer.items.events(),
         shown=frozenset(inputs.shown_ids(writer.journal.entries_newest_first())),
-        feedback=metamemory.read_feedback(folder),
+        feedback=read_feedback(folder),
     )
 
 

@@ -56,11 +56,12 @@ from boxmaker.memoryd.files.names import ARCHIVE_DIR, PROPOSALS_FILE, RECALLS_DI
 from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
 from boxmaker.memoryd.index import retrievals
 from boxmaker.memoryd.items.store import Item, is_item_id
-from boxmaker.memoryd.review import feedback as metamemory
-from boxmaker.memoryd.sentences import Code, Refusal, identity, promotion, unavailable
+from boxmaker.memoryd.review.feedback import read_feedback
+from boxmaker.memoryd.sentences import OK, Code, Refusal, identity, promotion, unavailable
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
-from boxmaker.memoryd.write.writer import Answer, Caller, Writer
+from boxmaker.memoryd.write.answer import Answer, Caller
+from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import Label
@@ -195,7 +196,7 @@ def ref_problem(ref: str, items: Mapping[str, Item], excluded: Exclusion, memory
             if not _real_date(match.group(1)):
                 return promotion.bad_ref(ref, "has no real date")
             if form is _FEEDBACK:
-                known = any(e.get("event_id") == ref for e in metamemory.read_feedback(memory_dir))
+                known = any(e.get("event_id") == ref for e in read_feedback(memory_dir))
             else:
                 known = retrievals.find_retrieval(memory_dir / RECALLS_DIR, ref) is not None
             return None if known else promotion.ref_not_found(ref)
@@ -319,7 +320,7 @@ def propose(writer: Writer, controls: Controls, caller: Caller, args: ProposeArg
         }
         line = writer.journal.commit(Change(entry, [_append(event)], reserved=reserved))
     count = independent(wanted, items)
-    return Answer(promotion.proposed(str(event["proposal_id"]), len(wanted), count), "ok", str(line["id"]))
+    return Answer(promotion.proposed(str(event["proposal_id"]), len(wanted), count), OK, str(line["id"]))
 
 
 def _append(event: dict[str, Any]) -> Append:
@@ -368,7 +369,7 @@ def decide(writer: Writer, ident: str, accept: bool, untrusted_ok: bool = False)
                 action="reject-proposal", file=PROPOSALS_FILE, where=PROPOSALS_FILE, before=[], after=[]
             )
             writer.journal.commit(Change(entry, [_append(decision)], reserved=reserved))
-            return Answer(promotion.rejected_proposal(ident, reserved.id), "ok", reserved.id)
+            return Answer(promotion.rejected_proposal(ident, reserved.id), OK, reserved.id)
         try:
             soul = writer.store.read_soul()
             current = writer.store.read_conventions()
@@ -393,7 +394,7 @@ def decide(writer: Writer, ident: str, accept: bool, untrusted_ok: bool = False)
         rewrite = Rewrite(CONVENTIONS.name, current.raw, file_content(outcome.entries))
         change = Change(entry, [_append(decision)], rewrite, reserved)
         writer.journal.commit(change)
-    return Answer(promotion.accepted_proposal(ident, reserved.id, size, CONVENTIONS.limit), "ok", reserved.id)
+    return Answer(promotion.accepted_proposal(ident, reserved.id, size, CONVENTIONS.limit), OK, reserved.id)
 
 
 # The owner's listing -----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from boxmaker.memoryd.files.names import ARCHIVE_DIR
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.items import projections
 from boxmaker.memoryd.items.store import KINDS, Item, active_by_subject, item_id_of
-from boxmaker.memoryd.review import feedback as metamemory
+from boxmaker.memoryd.review.feedback import CANDIDATE_AT, tally
 from boxmaker.memoryd.withdrawal.records import Chain
 from boxmaker.proto.escape import escape_line
 
@@ -165,9 +165,9 @@ def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> 
         "as a proposal (the memory action propose) that you accept or reject (bxctl memory proposals)",
         see="bxctl memory feedback",
     )
-    counts = metamemory.tally(feedback)
+    counts = tally(feedback)
     found = [(item, counts[item.id]) for item in visible if item.id in counts]
-    repeated = [(i, t) for i, t in found if t.misleading >= metamemory.CANDIDATE_AT]
+    repeated = [(i, t) for i, t in found if t.misleading >= CANDIDATE_AT]
     repeated.sort(key=lambda pair: (-pair[1].misleading, -pair[1].misleading_by_owner, pair[0].id))
     for item, counted in repeated:
         weak = counted.misleading - counted.misleading_by_owner

@@ -154,3 +154,7 @@ def dream_closed(session: str, how: str) -> Refusal:
         Code.NOT_FOUND,
         f"refused (not-found): the staged pass {session} was already {how}; nothing was changed",
     )
+
+
+STAGED_LINE_DAMAGED = Refusal(Code.DAMAGED, "the staged line is damaged; it was not applied")
+INPUT_NEVER_STAGED = Refusal(Code.DAMAGED, "dream-input is never staged; it was not applied")

@@ -35,3 +35,23 @@ def archive_unwritable(why: str) -> Refusal:
     """The owner's ``bxctl memory archive`` could not write the archive (the journal's intent completes
     a commit that was cut off)."""
     return Refusal(Code.UNAVAILABLE, f"the archive cannot be written ({why}); run it again")
+
+
+def bundle_refused(why: str) -> Refusal:
+    """A bundle cannot be imported: it is too large, not readable, or not a valid bundle."""
+    return Refusal(
+        Code.BUNDLE,
+        f"the bundle cannot be imported: {why}; nothing was imported (runbook: memory-import-refused)",
+    )
+
+
+def no_bundle(path: str) -> Refusal:
+    """``bxctl memory import FILE`` names a file that does not exist."""
+    return Refusal(Code.NOT_FOUND, f"no bundle at {path}; nothing was imported")
+
+
+def import_conflict(ident: str, what: str) -> Refusal:
+    """An item or control of the bundle is already here with a different `what` (text, content)."""
+    return Refusal(
+        Code.CONFLICT, f"{ident} is already in this memory with a different {what}; nothing was imported"
+    )

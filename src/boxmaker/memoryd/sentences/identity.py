@@ -150,3 +150,87 @@ def staged(pending_id: str, file: str) -> str:
 def no_matches(query: str) -> str:
     """recall found nothing (M5a section 5)."""
     return f'(no matches for "{query}")'
+
+
+def items_unreadable(why: str) -> Refusal:
+    """recall found item hits but items.jsonl or the controls cannot be read."""
+    return Refusal(Code.UNAVAILABLE, f"recall cannot read the item store ({why}); nothing was shown")
+
+
+# Undo and review of staged writes (M5a sections 5 and 10; DESIGN 6) -------------------------------
+
+
+NOTHING_TO_UNDO = Refusal(Code.NOT_FOUND, "no edit of memory.md or user.md to undo")
+
+
+def no_edit(edit: str) -> Refusal:
+    """`bxctl memory undo EDIT` names an edit the journal does not hold."""
+    return Refusal(Code.NOT_FOUND, f"no edit {edit} in the journal")
+
+
+def not_undoable(edit: str, where: str) -> Refusal:
+    """The edit changed a file undo does not restore (notes.md is append-only)."""
+    return Refusal(
+        Code.NOT_UNDOABLE,
+        f"{edit} changed {where}, which is not undone this way (notes.md is append-only; edit it by hand)",
+    )
+
+
+def journal_line_damaged(edit: str) -> Refusal:
+    """The journal line of the edit to undo lacks its before or after."""
+    return Refusal(Code.DAMAGED, f"the journal line of {edit} is damaged; nothing was undone")
+
+
+def not_latest(edit: str, where: str, latest: str) -> Refusal:
+    """Undo takes only the latest edit of a file (DESIGN 6)."""
+    return Refusal(
+        Code.NOT_LATEST, f"{edit} is not the latest edit of {where} ({latest} is); undo that one first"
+    )
+
+
+def changed_since(file: str, edit: str) -> Refusal:
+    """The file no longer holds exactly what the edit to undo left."""
+    return Refusal(
+        Code.CHANGED,
+        f"{file} no longer holds exactly what {edit} left (it was changed since, by hand); "
+        "nothing was undone",
+    )
+
+
+def undone(edit: str, new: str, file: str) -> str:
+    """An undo was applied as edit `new`."""
+    return f"undid {edit} as {new}; {file} is back to what it held before"
+
+
+def not_pending(pending_id: str, state: str) -> Refusal:
+    """accept or reject names a staged write that is unknown, or already accepted or rejected."""
+    if state == "unknown":
+        return Refusal(Code.NOT_FOUND, f"no staged write {pending_id}; see bxctl memory pending")
+    return Refusal(Code.NOT_FOUND, f"{pending_id} was already {state}")
+
+
+def staged_damaged(pending_id: str, why: str) -> Refusal:
+    """A line of pending.jsonl cannot be read back as a staged write."""
+    return Refusal(
+        Code.DAMAGED, f"{pending_id} is damaged in pending.jsonl ({why}); reject it and write again"
+    )
+
+
+def staged_note(pending_id: str) -> Refusal:
+    """A line of pending.jsonl holds a note, which is never staged."""
+    return Refusal(Code.DAMAGED, f"{pending_id} is damaged in pending.jsonl (a note is never staged)")
+
+
+def accepted(pending_id: str, edit: str, applied: str) -> str:
+    """A staged write was accepted and applied as `edit` (`applied`: the `updated` sentence)."""
+    return f"{pending_id} accepted as {edit}: {applied}"
+
+
+def not_applied(pending_id: str, sentence: str) -> str:
+    """Accepting a staged write was refused by a rule; `sentence` is the rule's."""
+    return f"{pending_id} was not applied: {sentence}"
+
+
+def rejected(pending_id: str, file: str) -> str:
+    """A staged write was rejected."""
+    return f"{pending_id} rejected; {file} is unchanged"

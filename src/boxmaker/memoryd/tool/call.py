@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.write.writer import Answer, Caller
+from boxmaker.memoryd.write.answer import Answer, Caller
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryCall, ToolResponse
 

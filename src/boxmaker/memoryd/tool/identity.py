@@ -11,7 +11,7 @@ from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.tool.action import Action
 from boxmaker.memoryd.tool.call import Call, answer
 from boxmaker.memoryd.write.actions import MemoryAction, parse_memory
-from boxmaker.memoryd.write.writer import guarded
+from boxmaker.memoryd.write.answer import guarded
 from boxmaker.proto.messages import ToolResponse
 
 

@@ -19,7 +19,7 @@ from boxmaker.memoryd.memory import Memory, excluded
 from boxmaker.memoryd.sentences import OK, Refusal, dream
 from boxmaker.memoryd.tool.action import Action
 from boxmaker.memoryd.tool.call import Call, answer
-from boxmaker.memoryd.write.writer import guarded
+from boxmaker.memoryd.write.answer import guarded
 from boxmaker.proto.messages import ToolResponse
 
 

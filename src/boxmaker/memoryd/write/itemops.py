@@ -43,7 +43,8 @@ from boxmaker.memoryd.items.projections import Excluded, nothing_excluded, slugi
 from boxmaker.memoryd.items.store import Item, active_by_subject, is_item_id, label_of, merge_source
 from boxmaker.memoryd.sentences import Refusal, capture, dream, review
 from boxmaker.memoryd.write.actions import check_field
-from boxmaker.memoryd.write.writer import Answer, Caller, Writer
+from boxmaker.memoryd.write.answer import Answer, Caller
+from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto.labels import Label
 
 #: The statuses a status change sets.

@@ -22,18 +22,15 @@ edit decided against an old view fails instead of clobbering a newer entry (herm
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from boxmaker.memoryd import sentences
-from boxmaker.memoryd.files import pending as review
-from boxmaker.memoryd.files import source
+from boxmaker.memoryd.files import pending, source
 from boxmaker.memoryd.files.edits import Outcome, add, consolidate, remove, replace, vet_note
 from boxmaker.memoryd.files.entries import (
     BY_NAME,
@@ -48,9 +45,9 @@ from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import header_time, render, render_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.files.store import FileUnreadable, IdentityFile, Store
+from boxmaker.memoryd.files.store import IdentityFile, Store
 from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
-from boxmaker.memoryd.sentences import Refusal, identity
+from boxmaker.memoryd.sentences import OK, Refusal, identity
 from boxmaker.memoryd.write.actions import (
     Add,
     CaptureFields,
@@ -62,62 +59,17 @@ from boxmaker.memoryd.write.actions import (
     capture_fields,
     items,
 )
+from boxmaker.memoryd.write.answer import OWNER, PRIVATE, Answer, Caller
 from boxmaker.proto import fsio
-from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import DataClass, Label
 
-log = logging.getLogger("boxmaker.memoryd")
-
-_PRIVATE = Label(DataClass.PRIVATE, False)
 #: The files an undo may restore when named by its edit id: memory.md, user.md, and conventions.md (an
 #: accepted proposal's rewrite, `proposals`). A bare undo takes the latest edit of memory.md or user.md.
 UNDOABLE: dict[str, FileSpec] = {**BY_NAME, CONVENTIONS.name: CONVENTIONS}
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who writes: the session, the call id, the session's label, and whether it is the owner
-    (set only by the owner's own commands on the admin socket, never from a message body)."""
-
-    session: str
-    call: str
-    label: Label
-    owner: bool = False
-
-
-OWNER = Caller(OWNER_SESSION, "", _PRIVATE, owner=True)
-
 #: A capture's plan (`Writer.note`): (fold, new id, time, edit id) → (label, events after, sentence).
 Plan = Callable[[dict[str, Item], str, str, str], "tuple[Label, list[dict[str, Any]], str] | Refusal"]
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What a write answers: the sentence the model (or owner) reads and the stable code."""
-
-    output: str
-    code: str
-    edit: str = ""
-
-    @classmethod
-    def refused(cls, refusal: Refusal) -> Answer:
-        """An answer carrying a refusal."""
-        return cls(refusal.sentence, refusal.code)
-
-    @property
-    def ok(self) -> bool:
-        """True unless refused."""
-        return not self.code.startswith("refused:")
-
-
-def guarded(apply: Callable[[], Answer]) -> Answer:
-    """Run a write, turning a memory file that cannot be read into a refusal the model can read
-    (``refused:unavailable``, "…; nothing was written") instead of an error."""
-    try:
-        return apply()
-    except FileUnreadable as exc:
-        log.error("memory-unavailable: %s", exc)
-        return Answer.refused(sentences.unavailable(str(exc)))
 
 
 class Writer:
@@ -198,7 +150,7 @@ class Writer:
             if self.review and not caller.owner:
                 return self._stage(caller, action, spec)
             edit = self._commit(caller, _action_name(action), current, outcome, _given(action, fields))
-        return Answer(identity.updated(spec.name, text_length(outcome.entries), spec.limit), "ok", edit)
+        return Answer(identity.updated(spec.name, text_length(outcome.entries), spec.limit), OK, edit)
 
     def note(
         self,
@@ -292,7 +244,7 @@ class Writer:
     def _stage(self, caller: Caller, action: MemoryAction, spec: FileSpec) -> Answer:
         path = self.store.pending_path
         moment = self.now()
-        pid = review.next_id(path, moment.date())
+        pid = pending.next_id(path, moment.date())
         event = {
             "event": "staged",
             "id": pid,
@@ -307,9 +259,9 @@ class Writer:
     def accept(self, pid: str) -> Answer:
         """Apply a staged write with the same checks, against the file as it is now."""
         with self.lock:
-            staged, state = review.find(self.store.pending_path, pid)
+            staged, state = pending.find(self.store.pending_path, pid)
             if staged is None or state != "pending":
-                return Answer(_not_pending(pid, state), "refused:not-found")
+                return Answer.refused(identity.not_pending(pid, state))
             parsed = _staged(pid, staged)
             if isinstance(parsed, Answer):
                 return parsed
@@ -318,30 +270,28 @@ class Writer:
             current = self.store.read_identity(spec)
             outcome = decide(spec, current.entries, action)
             if isinstance(outcome, Refusal):
-                return Answer(f"{pid} was not applied: {outcome.sentence}", outcome.code)
+                return Answer(identity.not_applied(pid, outcome.sentence), outcome.code)
             decision = self._decision(pid, "accepted")
             given = _given(action, None)
             edit = self._commit(
                 caller, _action_name(action), current, outcome, {"pending": pid, **given}, appends=[decision]
             )
         size = text_length(outcome.entries)
-        return Answer(
-            f"{pid} accepted as {edit}: " + identity.updated(spec.name, size, spec.limit), "ok", edit
-        )
+        return Answer(identity.accepted(pid, edit, identity.updated(spec.name, size, spec.limit)), OK, edit)
 
     def reject(self, pid: str) -> Answer:
         """Discard a staged write (journalled)."""
         with self.lock:
-            staged, state = review.find(self.store.pending_path, pid)
+            staged, state = pending.find(self.store.pending_path, pid)
             if staged is None or state != "pending":
-                return Answer(_not_pending(pid, state), "refused:not-found")
+                return Answer.refused(identity.not_pending(pid, state))
             arguments = staged.get("arguments")
             key = arguments.get("file") if isinstance(arguments, dict) else None
             file = IDENTITY_FILES[key].name if key in IDENTITY_FILES else "memory.md"
             entry = {**_who(OWNER), "action": "reject", "file": file, "where": "pending.jsonl"}
             entry.update({"before": [], "after": [], "pending": pid})
             line = self.journal.commit(Change(entry, [self._decision(pid, "rejected")]))
-        return Answer(f"{pid} rejected; {file} is unchanged", "ok", line["id"])
+        return Answer(identity.rejected(pid, file), OK, line["id"])
 
     def _decision(self, pid: str, event: str) -> Append:
         line = {"event": event, "id": pid, "time": _stamp(self.now())}
@@ -362,46 +312,33 @@ class Writer:
             spec = UNDOABLE[target["where"]]
             current = self.store.read_identity(spec)
             if list(current.entries) != target["after"]:
-                return Answer(
-                    f"{spec.name} no longer holds exactly what {target['id']} left (it was changed "
-                    "since, by hand); nothing was undone",
-                    "refused:changed",
-                )
+                return Answer.refused(identity.changed_since(spec.name, target["id"]))
             restored = tuple(target["before"])
             if text_length(restored) > spec.limit:
                 return Answer.refused(identity.limit(spec.name, text_length(restored), spec.limit))
             extra = {"undoes": target["id"]}
             edit = self._commit(OWNER, "undo", current, Outcome(restored), extra)
-        return Answer(
-            f"undid {target['id']} as {edit}; {spec.name} is back to what it held before", "ok", edit
-        )
+        return Answer(identity.undone(target["id"], edit, spec.name), OK, edit)
 
     def _undo_target(self, wanted: str | None) -> dict[str, Any] | Answer:
         if wanted is None:
             target = self._latest_in_effect(None)
             if target is None:
-                return Answer("no edit of memory.md or user.md to undo", "refused:not-found")
+                return Answer.refused(identity.NOTHING_TO_UNDO)
             return target
         target = self.journal.find(wanted)
         if target is None:
-            return Answer(f"no edit {wanted} in the journal", "refused:not-found")
+            return Answer.refused(identity.no_edit(wanted))
         where = target.get("where")
         if where not in UNDOABLE:
-            return Answer(
-                f"{wanted} changed {where}, which is not undone this way "
-                "(notes.md is append-only; edit it by hand)",
-                "refused:not-undoable",
-            )
+            return Answer.refused(identity.not_undoable(wanted, str(where)))
         if not isinstance(target.get("before"), list) or not isinstance(target.get("after"), list):
-            return Answer(f"the journal line of {wanted} is damaged; nothing was undone", "refused:damaged")
+            return Answer.refused(identity.journal_line_damaged(wanted))
         newest = self.journal.latest_for(where)
         in_effect = self._latest_in_effect(where)
         if wanted not in {(newest or {}).get("id"), (in_effect or {}).get("id")}:
             latest = (in_effect or newest or {}).get("id", "?")
-            return Answer(
-                f"{wanted} is not the latest edit of {where} ({latest} is); undo that one first",
-                "refused:not-latest",
-            )
+            return Answer.refused(identity.not_latest(wanted, str(where), str(latest)))
         return target
 
     def _latest_in_effect(self, where: str | None) -> dict[str, Any] | None:
@@ -436,7 +373,7 @@ class Writer:
         moment = header_time(self.now())
         first = self._next_position() if outcome.departures else self._notes
         departures = [
-            NoteEntry(kind, moment, caller.session, spec.name, _PRIVATE, text, first + i)
+            NoteEntry(kind, moment, caller.session, spec.name, PRIVATE, text, first + i)
             for i, (kind, text) in enumerate(outcome.departures)
         ]
         entry = {
@@ -475,11 +412,9 @@ def _staged(pid: str, staged: dict[str, Any]) -> tuple[Add | Replace | Remove | 
         action: MemoryAction = msgspec.convert(staged["arguments"], MemoryAction)
         caller = Caller(str(staged["session"]), str(staged["call"]), Label(DataClass(staged["taint"]), False))
     except (KeyError, ValueError, msgspec.ValidationError) as exc:
-        return Answer(
-            f"{pid} is damaged in pending.jsonl ({exc}); reject it and write again", "refused:damaged"
-        )
+        return Answer.refused(identity.staged_damaged(pid, str(exc)))
     if isinstance(action, Note):
-        return Answer(f"{pid} is damaged in pending.jsonl (a note is never staged)", "refused:damaged")
+        return Answer.refused(identity.staged_note(pid))
     return action, caller
 
 
@@ -515,12 +450,6 @@ def _action_name(action: MemoryAction) -> str:
 
 def _who(caller: Caller) -> dict[str, Any]:
     return {"session": caller.session, "call": caller.call, "untrusted": caller.label.untrusted}
-
-
-def _not_pending(pid: str, state: str) -> str:
-    if state == "unknown":
-        return f"no staged write {pid}; see bxctl memory pending"
-    return f"{pid} was already {state}"
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
