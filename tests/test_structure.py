@@ -121,3 +121,118 @@ def test_ci_runs_the_readme_test_command() -> None:
     commands = [line.strip() for block in blocks for line in block.splitlines()]
     test_command = next(c for c in commands if "scripts/gate.py" in c)
     assert test_command in ci
+
+
+# memoryd's floors (docs/architecture.md "The import direction") ---------------------------------------
+
+MEMORYD = PACKAGE / "memoryd"
+
+
+def _floor_table() -> dict[str, set[str]]:
+    """The table of docs/architecture.md: each memoryd package and the packages it may import."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("### The import direction", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, set[str]] = {}
+    for row in re.findall(r"^\| `([a-z_]+)` \| (.*) \|$", section, re.M):
+        table[row[0]] = set(re.findall(r"`([a-z_]+)`", row[1]))
+    return table
+
+
+def _memoryd_part(path: Path) -> str:
+    parts = path.relative_to(MEMORYD).parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def _memoryd_imports(path: Path) -> set[str]:
+    """The memoryd packages (or top modules) a module imports, under TYPE_CHECKING and in functions too."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("boxmaker.memoryd"):
+            parts = node.module.split(".")
+            found |= {alias.name for alias in node.names} if len(parts) == 2 else {parts[2]}
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("boxmaker.memoryd.")}
+    return found
+
+
+def test_memoryd_packages_import_only_the_floors_below_them() -> None:
+    table = _floor_table()
+    parts = {_memoryd_part(p) for p in MEMORYD.rglob("*.py")} - {"__init__", "__main__"}
+    assert parts == set(table), (
+        f"docs/architecture.md's table and memoryd's packages differ: {parts ^ set(table)}"
+    )
+    for module in MEMORYD.rglob("*.py"):
+        part = _memoryd_part(module)
+        if part in ("__init__", "__main__"):
+            continue
+        extra = _memoryd_imports(module) - table[part] - {part}
+        assert not extra, f"{module.relative_to(ROOT)} ({part}) imports {sorted(extra)}"
+
+
+def test_the_floor_table_has_no_circle_and_the_front_doors_stay_apart() -> None:
+    table = _floor_table()
+    assert "admin" not in table["tool"]
+    assert "tool" not in table["admin"]
+    seen: dict[str, int] = {}
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"circle: {' -> '.join((*path, name))}"
+        if seen.get(name):
+            return
+        for below in table[name]:
+            visit(below, (*path, name))
+        seen[name] = 1
+
+    for name in table:
+        visit(name, ())
+
+
+def test_no_module_circle_in_src() -> None:
+    """No two modules of src/ import each other, directly or through others (TYPE_CHECKING and
+    function-level imports count)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = path
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges[name].add(target)
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for other in edges[name]:
+            assert state.get(other) != 1, f"import circle: {' -> '.join([*path, name, other])}"
+            if other not in state:
+                visit(other, [*path, name])
+        state[name] = 2
+
+    for name in modules:
+        if name not in state:
+            visit(name, [])
+
+
+def test_handlers_keep_nothing_past_their_request() -> None:
+    """The front doors (tool/, admin/) hold no state of their own: no `global`, and at module level only
+    constants and the tables (UPPER_CASE names, an `Action`/`Command` table, type aliases)."""
+    for module in [*(MEMORYD / "tool").glob("*.py"), *(MEMORYD / "admin").glob("*.py")]:
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            assert not isinstance(node, (ast.Global, ast.Nonlocal)), module
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    where = f"{module.relative_to(ROOT)}: module state {ast.unparse(target)}"
+                    assert isinstance(target, ast.Name), where
+                    assert target.id.isupper(), where

@@ -19,10 +19,10 @@ Exactly::
     (empty)
 
 conventions.md (seed 003 sections 8 and 17: the owner's stable rules, hot) comes right after soul.md.
-Counts are of the files' text. Each entry of conventions.md, memory.md and user.md is checked again as
-the block is built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it.
-A withdrawn entry (seed 003 section 12.2: its text equals a withdrawn item's, or a withdrawn session
-wrote it; the caller works that out, `controls.withdrawn_entries`) is left out the same way, with rule
+Counts are of the files' text. Each entry of conventions.md, memory.md and user.md is checked again as the
+block is built; an entry that fails is left out and reported (`LeftOut`), so the owner can see it. A
+withdrawn entry (seed 003 section 12.2: its text equals a withdrawn item's, or a withdrawn session wrote it;
+the caller works that out, `withdrawal.controls.withdrawn_identity`) is left out the same way, with rule
 ``withdrawn``. soul.md is the owner's and is not checked. Pure: the caller reads the files and refuses a
 file over its limit (and soul.md with conventions.md over their shared 3,400, `store.steering_problem`).
 """

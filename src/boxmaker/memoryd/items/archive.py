@@ -30,7 +30,7 @@ Rules:
 - Withdrawn items are archived too: the archive is cold raw evidence, never loaded by default (seed
   section 8 and checklist 8: neither the memory block nor recall nor the projections read it), and a
   withdrawal is a control on influence, not deletion (seed 12.2). Erased items are never archived.
-- The timer (`ArchiveTimer`) runs once at start when today's run (UTC, by `Memoryd.now`) has not
+- The timer (`ArchiveTimer`) runs once at start when today's run (UTC, by the daemon's clock) has not
   happened, then after each UTC midnight; the owner's ``bxctl memory archive`` runs it at once.
 """
 

@@ -160,7 +160,7 @@ class Withdrawals:
     # Appending --------------------------------------------------------------------------------------
 
     def append(self, record: WithdrawalRecord, session: str, call: str = "") -> dict[str, Any] | Refusal:
-        """Check `record` against controls.jsonl (`controls.check`) and commit it; the journal line,
+        """Check `record` against controls.jsonl (`records.check`) and commit it; the journal line,
         or the refusal (files unchanged). Takes the writer's lock (callers must not hold it)."""
         with self.lock:
             return self._append(record, session, call)

@@ -1,8 +1,10 @@
-"""The `recall` and `memory` tools' arguments, validated (M5a sections 5 and 8).
+"""The `memory` tool's identity and note actions, validated (M5a sections 5 and 8), and `convert`, the
+argument check every tool action uses (`tool/` holds the other actions' shapes).
 
-`parse_memory` and `parse_recall` turn the model's JSON object into a typed action or a `Refusal`
-(``refused:arguments``) whose sentence names the field. Lengths that have their own rule (a recall
-query of 1 to 500 characters, ``refused:length``) are checked by the caller.
+`parse_memory` turns the model's JSON object into a typed action (``add``, ``replace``, ``remove``,
+``consolidate``, ``note``) or a `Refusal` (``refused:arguments``) whose sentence names the field.
+Lengths that have their own rule (a note of 1 to 1,000 characters, ``refused:length``) are checked by
+the writer.
 
 `note` and `add` also take the protocol's capture fields (seed 003 sections 4, 9 and 12; DESIGN 8):
 ``kind`` (``state`` or ``knowledge``, default knowledge), ``subject`` (required for state; 1-120
@@ -102,6 +104,7 @@ _LENGTH = re.compile(r"^Expected `(str|array)` of length ([<>]=) ([0-9]+) - at `
 
 
 def convert(value: dict[str, Any], kind: Any) -> Any:
+    """`value` as the msgspec type `kind` (strict), or ``refused:arguments`` naming the field."""
     try:
         return msgspec.convert(value, kind, strict=True)
     except msgspec.ValidationError as exc:

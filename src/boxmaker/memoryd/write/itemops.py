@@ -309,7 +309,7 @@ def assign(
     """Give item `ident` a topic (a slug, `projections.slugify`) and triggers (event and action
     ``assign``): the projections put it on ``topics/<topic>.md`` and add its triggers to the topic's.
     The topic and every trigger first pass the capture fields' whole write check
-    (`arguments.check_field`: one line, not blank, every rule of `check.check_text`, ``secret``
+    (`actions.check_field`: one line, not blank, every rule of `check.check_text`, ``secret``
     included), refused with the rule's code and a sentence naming the field; they are stored
     NFC-normalised and stripped. Refused too: a topic with no letters or digits
     (``refused:arguments``), withdrawn, tainted over trusted.
