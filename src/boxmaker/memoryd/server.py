@@ -38,12 +38,12 @@ class Server:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.memory = Memoryd(config)
+        self.service = Memoryd(config)
         self.lock = FileLock(config.layout.memory_lock)
         self.sockets = [
-            FrameServer(config.loop_socket, self.memory.handle, LOOP_KINDS),
-            FrameServer(config.broker_socket, self.memory.handle, BROKER_KINDS),
-            FrameServer(config.admin_socket, self.memory.handle, ADMIN_KINDS),
+            FrameServer(config.loop_socket, self.service.handle, LOOP_KINDS),
+            FrameServer(config.broker_socket, self.service.handle, BROKER_KINDS),
+            FrameServer(config.admin_socket, self.service.handle, ADMIN_KINDS),
         ]
         self._stop = threading.Event()
 
@@ -66,7 +66,7 @@ class Server:
             raise StartFailed(str(exc)) from None
         log.info("SQLite %s with FTS5; home %s", sqlite3.sqlite_version, self.config.home)
         try:
-            created = self.memory.open()
+            created = self.service.open()
             if created:
                 log.info("created %s", ", ".join(created))
             for server in self.sockets:
@@ -80,7 +80,7 @@ class Server:
         """Remove the sockets, close the index, release the lock (idempotent)."""
         for server in self.sockets:
             server.stop()
-        self.memory.close()
+        self.service.close()
         self.lock.release()
 
     def serve_forever(self) -> None:

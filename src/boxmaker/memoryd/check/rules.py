@@ -23,7 +23,7 @@ NFC-normalised; the first failing rule wins and names the ``refused:<rule>`` cod
    ``tool`` or ``human`` in any case, optionally in ``[...]``, ``<...>`` or ``(...)``, then a colon;
    or a markdown heading that is only ``Instruction``, ``Response`` or ``System`` (any level, any
    case, optional colon). ``User:`` is allowed;
-9. ``phrase``: the fixed injection phrases of ``memoryd.phrases`` (its docstring gives the fold);
+9. ``phrase``: the fixed injection phrases of ``memoryd.check.phrases`` (its docstring gives the fold);
 10. ``mixed-script``: a word (a maximal run of letters and combining marks) holding both a Latin
     and a Cyrillic letter, the script read from the letter's Unicode name;
 11. ``secret`` (DESIGN 11; seed 003 section 18, "never store credentials or tokens"), on the NFKC

@@ -17,14 +17,14 @@ New items of a pass are ordinary ``note`` captures.
 Who may call them (`actions.maintenance_job`): the session id is ``job-<name>-t<unix seconds>``, the
 owner-written ``{home}/jobs/<name>.toml`` says ``maintenance = true``, and loopd's ledger
 ``{home}/jobs/runs.jsonl`` holds that session as a run of that job that has started and not ended.
-Anything else is ``refused:maintenance`` (`dream.maintenance_only`); loopd never lets a chat take a
+Anything else is ``refused:maintenance`` (`sentences.dream.maintenance_only`); loopd never lets a chat take a
 ``job-…`` or ``heartbeat`` id, so a live session cannot claim one, and it lists these actions only in
 such a run's tools. A maintenance run is also refused the identity actions (``add``, ``replace``,
-``remove``, ``consolidate``) and ``forget`` (``refused:maintenance``, `dream.maintenance_identity`):
+``remove``, ``consolidate``) and ``forget`` (``refused:maintenance``, `sentences.dream.maintenance_identity`):
 it never writes memory.md, user.md or conventions (seed 14.1).
 
 ``dream-input`` answers, as a tool result labelled with the strictest label of what it shows
-(`items.label_of`; never as user text), with: a page of its scope (by default every archived item,
+(`store.label_of`; never as user text), with: a page of its scope (by default every archived item,
 not withdrawn, that no ``autodream`` journal line's ``ids`` names yet, oldest archive day first:
 `undistilled`, which review's archive section counts too; with ``date``, every such item of
 ``archive/<date>.md``, shown before or not), at most `INPUT_ITEMS` items and `INPUT_CHARS` characters,

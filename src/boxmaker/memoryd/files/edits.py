@@ -6,7 +6,7 @@ Entries are named by their full text; every `old` must match an entry exactly, s
 an old view of the file fails safely (hermes #26045), and an empty `old` matches nothing (letta PR #1616).
 
 Rule order for a new or rewritten entry: `empty`, `duplicate`, `limit` (on the whole file after the
-edit), then the content rules of `check.check_text` on the NFC text (DESIGN 10.6). A note's `length`
+edit), then the content rules of `rules.check_text` on the NFC text (DESIGN 10.6). A note's `length`
 rule comes first of all, before any per-character scan.
 """
 

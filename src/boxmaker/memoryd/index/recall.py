@@ -17,7 +17,7 @@ conflict block follows when an active state hit's subject has two or more active
 result's label is the strictest of everything shown. items.jsonl that cannot be read refuses the
 recall (``refused:unavailable``) rather than show items without their status.
 
-Metamemory (seed 003 section 23.2; `metamemory`): the log line IS the retrieval record
+Metamemory (seed 003 section 23.2; `review.feedback`): the log line IS the retrieval record
 (``retrieval_id``, ``task_id``, ``memory_item_ids``, ``use_role``, ``retrieved_at``), and an answer
 with hits ends with one line naming its retrieval id, ``(retrieval memret-YYYY-MM-DD-NNN)``, which
 the `memory` action ``feedback`` cites.
@@ -77,7 +77,7 @@ class Recaller:
         now: the clock.
         log_recalls: False to keep no recall log (never in memoryd; for offline measurements).
         exclusion: what is withdrawn now (`controls.Controls.exclusion`); its hits are never shown.
-        items: the item store's fold (`items.ItemStore.items`); None: hits are shown without item
+        items: the item store's fold (`items.store.ItemStore.items`); None: hits are shown without item
             metadata (offline measurements).
         turns: counts a session's turns for the retrieval record's task id (None: turn 0).
     """

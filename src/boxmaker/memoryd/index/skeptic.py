@@ -87,7 +87,7 @@ class Reading:
 def read(hits: Sequence[Hit], items: Mapping[str, Item], excluded: Callable[[Item], bool]) -> Reading:
     """The items among `hits` (by note key), their live items and the conflicts they touch.
 
-    `items` is the fold (`items.ItemStore.items`); `excluded` says which items are withdrawn now
+    `items` is the fold (`items.store.ItemStore.items`); `excluded` says which items are withdrawn now
     (`controls.Exclusion.item`): never shown, never counted in a conflict.
     """
     by_note = {item.note: item for item in items.values() if item.note}

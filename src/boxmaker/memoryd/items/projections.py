@@ -1,7 +1,7 @@
 """``memory/index.md`` and ``memory/topics/<topic>.md``: generated from the item store (seed 003
 sections 7.1 capability 4, 8, 10 and 11; DESIGN 8 and 11).
 
-Both are projections of the fold (`items.fold`), never hand-edited: each starts (after a topic's
+Both are projections of the fold (`store.fold`), never hand-edited: each starts (after a topic's
 frontmatter) with a generated-file banner, and memoryd rewrites them atomically
 (`fsio.atomic_write`) after every journal commit that carried item events or controls, and at start.
 Erased items and the items the `excluded` predicate names (withdrawal, seed 12.2: applied before
@@ -31,7 +31,7 @@ members with ``merged_into``) and ``## Pending cleanup``; each item line is
 Source: … · <class>[ · untrusted]``.
 
 Every item line shows its item's label; each page's `Page.label` is the strictest label of the items
-it shows (`items.label_of`), which the agent's read path returns so reading untrusted items taints
+it shows (`store.label_of`), which the agent's read path returns so reading untrusted items taints
 the session. Item text, subjects and scopes are escaped (`mdtext.md_text`), so an item cannot forge
 Markdown structure; the frontmatter's title and triggers are escaped the same way and then written
 as JSON double-quoted ASCII strings (valid YAML), so nothing in the store can break the YAML.

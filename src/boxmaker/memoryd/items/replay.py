@@ -13,7 +13,7 @@ capability 5, "it must be replayable"; DESIGN 8).
   ``assign`` too: the fold gives them their meaning); for each ``archive`` event, the archive file's
   append, rendered from the fold as it stood before the event with the archive's own renderer
   (`archive.render_append`);
-- ``feedback``: the metamemory feedback events appended to feedback.jsonl (`metamemory`);
+- ``feedback``: the metamemory feedback events appended to feedback.jsonl (`review.feedback`);
 - ``tombstone`` and ``identity``, on an erasure's line: the tombstone appended to erasures.jsonl, and
   memory.md and user.md as the erasure left them;
 

@@ -6,7 +6,7 @@ when there is one), notes.md, index.md and topics/, the journal and feedback.jso
 turns them into sections, in this order, each with its rows and what the owner does about them (a
 command; nothing here runs one):
 
-1. ``misleading``: items with repeated misleading feedback (at least `metamemory.CANDIDATE_AT`),
+1. ``misleading``: items with repeated misleading feedback (at least `feedback.CANDIDATE_AT`),
    most misleading first (then most by the owner): each is a candidate for a proposal, never changed
    by its feedback (seed 23.3-23.5; self-ratings by sessions are counted apart, as weak evidence);
 2. ``index``: index.md's length against about 200 lines (seed 10);

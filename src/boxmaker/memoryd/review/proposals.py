@@ -31,7 +31,7 @@ log (else ``refused:not-found`` naming the ref). Independence (`independent`): r
 per origin: an item (or an archive anchor naming one) by the session that captured it, a merged item
 and its members as one, an archive day by its file, a feedback or retrieval id by itself.
 
-Every text field passes the write check (`check.check_text`, ``refused:secret`` included); a refusal
+Every text field passes the write check (`rules.check_text`, ``refused:secret`` included); a refusal
 writes nothing. Accepting re-runs the checks of an `add` to conventions.md (`edits.add`: empty,
 duplicate, 2,000 characters, the content rules) and the steering budget (soul.md with conventions.md
 at most 4,000 characters) in one commit: the decision event, and conventions.md's rewrite (the

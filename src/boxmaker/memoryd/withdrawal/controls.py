@@ -48,7 +48,7 @@ class Loaded:
 class Controls:
     """``memory/controls.jsonl`` and the exclusion it gives, cached by the stat of the files it reads
     (controls.jsonl, items.jsonl, notes.md). Thread-safe. Appends go through the journal
-    (`withdrawal.Withdrawals`), never through this class.
+    (`receipts.Withdrawals`), never through this class.
 
     Args:
         memory_dir: the home's ``memory/`` folder.

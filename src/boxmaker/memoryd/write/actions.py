@@ -13,7 +13,7 @@ characters), ``confidence`` (``epistemic-status-v1``), ``scope`` (1-120 characte
 A subject, scope, reference or inspired_by holds no newline, no control character and no `` · ``
 (the notes.md header's field separator); `capture_fields` refuses them naming the field, and a state
 item without a subject (or with a blank one) with ``refused:subject``. Each of these fields also
-passes the whole write check (`check.check_text`, every rule, ``secret`` included), refused with the
+passes the whole write check (`rules.check_text`, every rule, ``secret`` included), refused with the
 rule's code and a sentence naming the field, and is stored NFC-normalised and stripped.
 """
 

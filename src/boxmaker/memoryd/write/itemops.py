@@ -3,8 +3,8 @@
 Both take the writer (its lock and journal), the caller and the ids, decide against the item log as it
 is inside the lock, and commit one journal line whose ``events`` carry the one event they append to
 ``items.jsonl`` (`journal.Change`), or refuse with a fixed sentence (`sentences`) and nothing changed.
-The caller is the owner (`writer.OWNER`, from ``bxctl memory supersede`` / ``status``) or a session:
-the next issue's distillation job calls these same functions with its own `writer.Caller`.
+The caller is the owner (`answer.OWNER`, from ``bxctl memory supersede`` / ``status``) or a session:
+the next issue's distillation job calls these same functions with its own `answer.Caller`.
 
 `supersede(old, new)` (seed 14.2's four constraints, "when in doubt, do not supersede"): both items
 exist and are not erased (``refused:not-found``), differ (``refused:arguments``), are both
@@ -309,7 +309,7 @@ def assign(
     """Give item `ident` a topic (a slug, `projections.slugify`) and triggers (event and action
     ``assign``): the projections put it on ``topics/<topic>.md`` and add its triggers to the topic's.
     The topic and every trigger first pass the capture fields' whole write check
-    (`actions.check_field`: one line, not blank, every rule of `check.check_text`, ``secret``
+    (`actions.check_field`: one line, not blank, every rule of `rules.check_text`, ``secret``
     included), refused with the rule's code and a sentence naming the field; they are stored
     NFC-normalised and stripped. Refused too: a topic with no letters or digits
     (``refused:arguments``), withdrawn, tainted over trusted.

@@ -11,7 +11,7 @@
 - Every note (the model's `note`, a tainted `add`, the owner's `bxctl memory note`) is a capture
   (seed 003 sections 9 and 12): the same commit appends its header ``… · <mem-id> · <kind>`` and text
   to notes.md and a capture event to ``items.jsonl`` (the journal line carries it under ``events``),
-  with the id from `items.ItemStore.next_id` and the Source memoryd sets itself (`source`). Moved and
+  with the id from `items.store.ItemStore.next_id` and the Source memoryd sets itself (`source`). Moved and
   dropped notes (consolidate) are not captures. A trusted `add` applied to memory.md or user.md
   records the capture fields it was given in its journal line only (``capture``).
 
