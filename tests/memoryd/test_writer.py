@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -365,3 +366,16 @@ def test_temp_files_of_interrupted_writes_are_removed_at_start(home: Path, clock
     (memory.dir / "..intent.json.tmp-999").write_text("half")
     Memory(home, clock)
     assert sorted(p.name for p in memory.dir.glob(".*tmp*")) == []
+
+
+def test_an_entry_added_in_nfd_is_removed_by_the_same_nfd_old(memory: Memory) -> None:
+    """The model types the entry as it typed it when adding it: stored NFC, named in NFD (issue 13)."""
+    nfd = "Mae\u0308l prefers the cafe\u0301 by the station."
+    assert memory.do(CLEAN, Add(file="user", text=nfd))[1] == "ok"
+    assert memory.read("user.md") == unicodedata.normalize("NFC", nfd) + "\n"
+    assert memory.do(CLEAN, Replace(file="user", old=nfd, text=nfd + " Since 2024."))[1] == "ok"
+    assert memory.do(CLEAN, Remove(file="user", old=nfd + " Since 2024."))[1] == "ok"
+    assert memory.read("user.md") == ""
+    assert [n.text for n in parse(memory.read("notes.md"))] == [
+        unicodedata.normalize("NFC", nfd) + " Since 2024."
+    ]
