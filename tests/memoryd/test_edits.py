@@ -201,3 +201,40 @@ def test_two_forms_of_one_entry_are_ambiguous_and_every_other_form_is_not_found(
         "Cafe\u0301\u00a0Zu\u0308rich opens at 8; ask for Mae\u0308l.",
     ):
         assert_refused(remove(MEMORY, [NFC, "file"], other), "refused:not-found")
+
+
+# What the mutation run found untested (docs/mutation.md) -------------------------------------------
+
+
+def test_every_refusal_of_an_edit_names_its_file() -> None:
+    for refusal, code in (
+        (remove(USER, ["a"], "zzz"), "refused:not-found"),
+        (remove(USER, ["a", "a"], "a"), "refused:ambiguous"),
+        (remove(USER, ["a"], "  "), "refused:not-found"),
+        (replace(USER, ["a", "b"], "a", "b"), "refused:duplicate"),
+        (consolidate(USER, ["a", "b"], [Item("keep", "a"), Item("drop", "a")]), "refused:consolidate"),
+        (consolidate(USER, ["a", "b"], [Item("keep", "a")]), "refused:consolidate"),
+        (consolidate(USER, ["a", "b"], [Item("keep", "a"), Item("text", "b", "a")]), "refused:duplicate"),
+    ):
+        assert_refused(refusal, code)
+        assert isinstance(refusal, Refusal)
+        assert "user.md" in refusal.sentence, refusal.sentence
+    assert "2 entries" in assert_refused(remove(USER, ["a", "a"], "a"), "refused:ambiguous").sentence
+
+
+def test_replace_in_the_middle_keeps_the_entries_after_it() -> None:
+    assert replace(MEMORY, ["a", "b", "c", "d"], "b", "x") == Outcome(("a", "x", "c", "d"))
+
+
+def test_consolidate_keeps_an_entry_the_owner_wrote_that_the_check_would_refuse() -> None:
+    """Only new and rewritten text is checked: the file's own entries are kept as they are (the block
+    leaves such an entry out and says so)."""
+    by_hand = "ring\x07bell"
+    assert consolidate(MEMORY, [by_hand, "b"], [Item("keep", by_hand), Item("drop", "b")]) == Outcome(
+        (by_hand,), (("dropped", "b"),)
+    )
+
+
+def test_consolidate_refuses_an_empty_rewrite() -> None:
+    assert_refused(consolidate(MEMORY, ["a"], [Item("text", "a", "  ")]), "refused:empty")
+    assert_refused(consolidate(MEMORY, ["a"], [Item("keep", "a"), Item("new", None, "")]), "refused:empty")

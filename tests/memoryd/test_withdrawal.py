@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.files.journal import Append, Change, encode_line
 from boxmaker.memoryd.files.notes import Note, header_time, render
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.items.store import ItemStore, capture_event
+from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
 from boxmaker.memoryd.memory import block as served_block
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.withdrawal import records
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.memoryd.withdrawal.receipts import withdraw
 from boxmaker.memoryd.withdrawal.records import Scope, WithdrawalRecord, check, normalize, same_scope
 from boxmaker.memoryd.write.answer import Caller
@@ -723,3 +725,83 @@ def test_bad_selectors_are_refused_by_name(home: Path, daemon: object, bad: list
     assert "is not a selector" in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
     assert not (home / "memory" / "controls.jsonl").exists()
+
+
+# What the mutation run found untested (docs/mutation.md): each way the exclusion reaches a thing ----
+
+
+def _item(ident: str, session: str, captured_from: str = "", archive_ref: str | None = None) -> Item:
+    return Item(
+        id=ident,
+        time="2026-09-24T21:02:07Z",
+        date="2026-09-24",
+        kind="knowledge",
+        subject=None,
+        scope=None,
+        confidence=None,
+        confidence_scheme=None,
+        text="a fact",
+        label=CLEAN,
+        source=captured_from,
+        captured_from=captured_from,
+        session=session,
+        call="c1",
+        corroborating_refs=(),
+        inspired_by=None,
+        note="",
+        archive_ref=archive_ref,
+    )
+
+
+@dataclass(frozen=True)
+class _Hit:
+    session: str
+    kind: str
+    key: str
+
+
+def test_an_item_is_excluded_by_its_id_its_session_its_record_or_its_archive_ref() -> None:
+    item = _item(
+        "mem-2026-09-24-001",
+        "chat-a",
+        "sessions/chat-a/0.jsonl#7",
+        "archive/2026-09-24.md#mem-2026-09-24-001",
+    )
+    assert Exclusion(items=frozenset({item.id})).item(_item(item.id, "chat-other"))
+    assert Exclusion(sessions=frozenset({"chat-a"})).item(_item("mem-2026-09-24-009", "chat-a"))
+    assert Exclusion(records=frozenset({("chat-a", 0, 7)})).item(item)
+    assert Exclusion(archives=frozenset({"archive/2026-09-24.md"})).item(item)
+    assert not Exclusion(records=frozenset({("chat-a", 0, 8)})).item(item)
+    assert Exclusion(items=frozenset({item.id})).archive("archive/2026-09-24.md#mem-2026-09-24-001")
+    assert not Exclusion().item(item)
+
+
+def test_a_note_is_excluded_by_its_session_its_key_or_its_item() -> None:
+    note = Note(
+        "noted", "2026-09-24T21:02Z", "chat-a", "", CLEAN, "seen", 3, ("mem-2026-09-24-001", "knowledge")
+    )
+    assert Exclusion(sessions=frozenset({"chat-a"})).note(note)
+    assert Exclusion(note_keys=frozenset({note.key})).note(note)
+    assert Exclusion(items=frozenset({"mem-2026-09-24-001"})).note(note)
+    assert not Exclusion(items=frozenset({"mem-2026-09-24-002"})).note(note)
+
+
+def test_a_hit_is_excluded_by_its_session_its_note_key_or_its_record() -> None:
+    withdrawn = Exclusion(
+        sessions=frozenset({"chat-a"}),
+        records=frozenset({("chat-b", 1, 5)}),
+        note_keys=frozenset({"note/3/x"}),
+    )
+    assert withdrawn.hit(_Hit("chat-a", "turn", "session/chat-a/0/0"))
+    assert withdrawn.hit(_Hit("chat-c", "note", "note/3/x"))
+    assert not withdrawn.hit(_Hit("chat-c", "note", "note/4/x"))
+    assert withdrawn.hit(_Hit("chat-b", "turn", "session/chat-b/1/4"))  # line 5, 1-based
+    assert not withdrawn.hit(_Hit("chat-b", "turn", "session/chat-b/4/4"))
+    assert not withdrawn.hit(_Hit("chat-b", "turn", "not a record key"))
+
+
+def test_an_exclusion_of_any_kind_is_something() -> None:
+    assert not Exclusion()
+    for part in ("items", "sessions", "archives"):
+        assert Exclusion(**{part: frozenset({"x"})})
+    assert Exclusion(records=frozenset({("chat-a", 0, 1)}))
