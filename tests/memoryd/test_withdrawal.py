@@ -23,7 +23,7 @@ from boxmaker.memoryd.memory import block as served_block
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.withdrawal import records
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
-from boxmaker.memoryd.withdrawal.exclusion import Exclusion
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion, withdrawn_entries
 from boxmaker.memoryd.withdrawal.receipts import withdraw
 from boxmaker.memoryd.withdrawal.records import Scope, WithdrawalRecord, check, normalize, same_scope
 from boxmaker.memoryd.write.answer import Caller
@@ -805,3 +805,13 @@ def test_an_exclusion_of_any_kind_is_something() -> None:
     for part in ("items", "sessions", "archives"):
         assert Exclusion(**{part: frozenset({"x"})})
     assert Exclusion(records=frozenset({("chat-a", 0, 1)}))
+
+
+def test_an_entry_leaves_the_block_only_when_its_newest_addition_was_the_withdrawn_sessions() -> None:
+    withdrawn, files = Exclusion(sessions=frozenset({"chat-bad"})), {"memory.md": ["x"]}
+    damaged = {"where": "memory.md", "before": [], "after": None, "session": "chat-good"}
+    added_back = {"where": "memory.md", "before": [], "after": ["x"], "session": "chat-good"}
+    removed = {"where": "memory.md", "before": ["x"], "after": [], "session": "chat-good"}
+    added = {"where": "memory.md", "before": [], "after": ["x"], "session": "chat-bad"}
+    assert withdrawn_entries(withdrawn, files, iter([damaged, added])) == {("memory.md", "x")}
+    assert withdrawn_entries(withdrawn, files, iter([added_back, removed, added])) == set()
