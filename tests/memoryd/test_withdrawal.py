@@ -815,3 +815,15 @@ def test_an_entry_leaves_the_block_only_when_its_newest_addition_was_the_withdra
     added = {"where": "memory.md", "before": [], "after": ["x"], "session": "chat-bad"}
     assert withdrawn_entries(withdrawn, files, iter([damaged, added])) == {("memory.md", "x")}
     assert withdrawn_entries(withdrawn, files, iter([added_back, removed, added])) == set()
+
+
+def test_a_reinstatement_of_a_reinstatement_is_broken_and_keeps_the_scope_excluded() -> None:
+    """Only a withdrawal can be reinstated: a chain withdraw → reinstate → reinstate fails closed, and
+    its reason names the first broken event."""
+    scope = Scope(("mem-2026-09-24-001",))
+    w1 = make("memwd-2026-09-24-001", "withdraw", scope)
+    r2 = make("memwd-2026-09-24-002", "reinstate", scope, w1.withdrawal_id)
+    r3 = make("memwd-2026-09-24-003", "reinstate", scope, r2.withdrawal_id)
+    (chain,) = records.resolve([w1, r2, r3])
+    assert (chain.state, chain.excluded, chain.controlling) == ("conflicting", True, None)
+    assert "memwd-2026-09-24-003" in chain.why
