@@ -23,7 +23,7 @@ from boxmaker.memoryd.memory import block as served_block
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.withdrawal import records
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
-from boxmaker.memoryd.withdrawal.exclusion import Exclusion, withdrawn_entries
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion, from_chains, withdrawn_entries
 from boxmaker.memoryd.withdrawal.receipts import withdraw
 from boxmaker.memoryd.withdrawal.records import Scope, WithdrawalRecord, check, normalize, same_scope
 from boxmaker.memoryd.write.answer import Caller
@@ -827,3 +827,40 @@ def test_a_reinstatement_of_a_reinstatement_is_broken_and_keeps_the_scope_exclud
     (chain,) = records.resolve([w1, r2, r3])
     assert (chain.state, chain.excluded, chain.controlling) == ("conflicting", True, None)
     assert "memwd-2026-09-24-003" in chain.why
+
+
+def test_a_lone_reinstatement_or_a_cycle_fails_closed_and_a_new_one_is_refused() -> None:
+    scope = Scope(("mem-2026-09-24-001",))
+    lone = make("memwd-2026-09-24-001", "reinstate", scope)
+    (chain,) = records.resolve([lone])
+    assert (chain.state, chain.excluded, "memwd-2026-09-24-001" in chain.why) == ("conflicting", True, True)
+    w1 = make("memwd-2026-09-24-002", "withdraw", scope, "memwd-2026-09-24-003")
+    w2 = make("memwd-2026-09-24-003", "withdraw", scope, "memwd-2026-09-24-002")
+    (chain,) = records.resolve([w1, w2])  # each supersedes the other: no head
+    assert (chain.state, chain.excluded, chain.controlling) == ("conflicting", True, None)
+    assert "memwd-2026-09-24-002" in chain.why
+    refused = check(lone, [])
+    assert refused is not None
+    assert refused.code == "refused:chain"
+
+
+def test_the_exclusion_expands_every_withdrawn_chain_over_items_and_notes() -> None:
+    """Items captured in a withdrawn record or session, or named by id, are out, with their notes (by
+    key) and texts; a reinstated chain before them stops nothing."""
+    ident, other = "mem-2026-09-24-001", "mem-2026-09-24-002"
+    by_record = _item(ident, "chat-a", "sessions/chat-a/0.jsonl#7")
+    by_id = _item(other, "chat-b", "sessions/chat-b/0.jsonl#2")
+    by_id = msgspec.structs.replace(by_id, text="another fact")
+    w1 = make("memwd-2026-09-24-001", "withdraw", Scope(memory_item_ids=("mem-2026-09-24-009",)))
+    r2 = make("memwd-2026-09-24-002", "reinstate", w1.scope, w1.withdrawal_id)
+    w3 = make("memwd-2026-09-24-003", "withdraw", Scope(source_or_run_refs=("sessions/chat-a/0.jsonl#7",)))
+    w4 = make("memwd-2026-09-24-004", "withdraw", Scope(memory_item_ids=(other,)))
+    w5 = make("memwd-2026-09-24-005", "withdraw", Scope(archive_refs=("archive/2026-09-20.md",)))
+    note = Note("noted", "2026-09-24T21:02Z", "chat-b", "", CLEAN, "another fact", 4, (other, "knowledge"))
+    chains = records.resolve([w1, r2, w3, w4, w5])
+    out = from_chains(chains, {ident: by_record, other: by_id}, [note])
+    assert out.items == {ident, other}
+    assert out.records == {("chat-a", 0, 7)}
+    assert out.archives == {"archive/2026-09-20.md"}
+    assert out.note_keys == {note.key}
+    assert out.texts == {"a fact", "another fact"}
