@@ -864,3 +864,18 @@ def test_the_exclusion_expands_every_withdrawn_chain_over_items_and_notes() -> N
     assert out.archives == {"archive/2026-09-20.md"}
     assert out.note_keys == {note.key}
     assert out.texts == {"a fact", "another fact"}
+
+
+def test_an_event_after_the_owners_reconciliation_keeps_the_fork_decided() -> None:
+    """A fork decided by the owner's reconciliation stays decided when the scope goes on after it:
+    the reconciliation is found anywhere in the head's ancestry, not only at the head."""
+    scope = Scope(("mem-2026-09-24-001",))
+    w1 = make("memwd-2026-09-24-001", "withdraw", scope)
+    r2 = make("memwd-2026-09-24-002", "reinstate", scope, w1.withdrawal_id)
+    r3 = make("memwd-2026-09-24-003", "reinstate", scope, w1.withdrawal_id)
+    w4 = make("memwd-2026-09-24-004", "withdraw", scope, r2.withdrawal_id, reason="reconciliation")
+    r5 = make("memwd-2026-09-24-005", "reinstate", scope, w4.withdrawal_id)
+    (chain,) = records.resolve([w1, r2, r3, w4])
+    assert (chain.state, chain.controlling) == ("in-force", w4)
+    (chain,) = records.resolve([w1, r2, r3, w4, r5])
+    assert (chain.state, chain.controlling) == ("reinstated", r5)
