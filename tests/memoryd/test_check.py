@@ -676,3 +676,13 @@ BODY = "MIIEowIBAAKCAQEAwJbH2Vb8nq0YpZk1G7Q3Xc0f9LmABCDEFGH"
 def test_the_secret_rule_at_its_boundaries(text: str, refused: bool) -> None:
     refusal = check_text(text)
     assert (refusal is not None and refusal.rule == "secret") == refused, refusal
+
+
+def test_a_word_mixing_cyrillic_with_an_astral_latin_letter_is_mixed_script() -> None:
+    """Latin Extended-G (U+1DF00..) lies outside the Basic Multilingual Plane: the astral pattern must
+    be used for it (the mutation run found the BMP-only shortcut untested)."""
+    for letter in ("\U0001df04", "\U0001df0a"):
+        refusal = check_text(f"при{letter}вет")
+        assert refusal is not None
+        assert refusal.rule == "mixed-script"
+    assert check_text("word \U0001df04") is None
