@@ -400,7 +400,10 @@ def test_every_answer_names_the_journal_line_it_wrote(memory: Memory) -> None:
 def test_a_notes_journal_line_and_its_position(memory: Memory) -> None:
     for text in ("first seen", "second seen", "third seen"):
         memory.do(CLEAN, Note(text=text))
-    assert [n.position for n in parse(memory.read("notes.md"))] == [0, 1, 2]
+    notes = parse(memory.read("notes.md"))
+    events = [json.loads(x) for x in memory.read("items.jsonl").splitlines()]
+    assert [e["note"] for e in events] == [n.key for n in notes]  # each capture names its note's key
+    assert [e["note"].split("/")[1] for e in events] == ["0", "1", "2"]
     line = memory.journal()[0]
     assert {k: line[k] for k in ("action", "file", "where", "before", "after")} == {
         "action": "note",
