@@ -216,7 +216,7 @@ def changed(diff: str) -> str:
     return "\n".join(x[0] + " " + x[1:].strip() for x in kept)
 
 
-def render(result: Result, modules: list[str], groups: list[Group]) -> tuple[str, int]:
+def render(result: Result, modules: list[str], groups: list[Group], note: str = "") -> tuple[str, int]:
     """docs/mutation.md's text, and how many survivors no group explains."""
     total = {k: sum(c.get(k, 0) for c in result.counts.values()) for k in ("killed", "timeout")}
     lines = [
@@ -231,7 +231,7 @@ def render(result: Result, modules: list[str], groups: list[Group]) -> tuple[str
         "",
         f"Last run: {sum(sum(c.values()) for c in result.counts.values()):,} mutants, {total['killed']:,}"
         f" killed, {total['timeout']:,} timed out (counted as killed), {len(result.survivors):,} not"
-        f" killed; {result.seconds / 60:.0f} minutes on two cores.",
+        f" killed; {result.seconds / 60:.0f} minutes on two cores.{(' ' + note) if note else ''}",
         "",
         "| module | what it holds | mutants | killed | timeout | not killed |",
         "|---|---|---|---|---|---|",
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"scratch folder kept: {scratch}")
             else:
                 shutil.rmtree(scratch, ignore_errors=True)
-    text, unexplained = render(result, modules, explanations())
+    text, unexplained = render(result, modules, explanations(), args.note)
     if out is not None:
         out.write_text(text, encoding="utf-8")
         print(f"wrote {out}")
