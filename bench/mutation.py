@@ -295,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rerender", type=Path, help="only write the report again from a kept scratch folder"
     )
+    parser.add_argument("--note", default="", help="a sentence added to the report's summary line")
     args = parser.parse_args(argv)
     modules = [m for m in MODULES if args.only is None or fnmatch.fnmatch(m, args.only)]
     if not modules:
