@@ -14,6 +14,7 @@ and ``run/`` folders themselves (made if missing), and the one file the owner na
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -105,7 +106,9 @@ def run() -> Iterator[Run]:
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("BOXMAKER_TEST_WRITES", str(folder))
-            patch.setenv("PYTHONPATH", str(RECORDER))
+            patch.setenv(
+                "PYTHONPATH", os.pathsep.join(filter(None, [str(RECORDER), os.environ.get("PYTHONPATH")]))
+            )
             with running("bx-writes-") as box:
                 made.append(box.home.parent)
                 export = box.home.parent / "export.json"
