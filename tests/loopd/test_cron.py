@@ -4,12 +4,13 @@ property tests against a deliberately naive reading of the same rules written he
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from boxmaker.loopd.cron import CronError, Schedule, due, next_run, parse
+from boxmaker.loopd.cron import HORIZON_DAYS, CronError, Schedule, due, next_run, parse
 
 UTC = dt.UTC
 
@@ -320,3 +321,32 @@ def test_schedule_is_a_frozen_value() -> None:
     assert schedule == parse("0 0 * * *")
     with pytest.raises(AttributeError):
         schedule.text = "x"  # type: ignore[misc]
+
+
+# What the mutation run found untested (docs/mutation.md) -------------------------------------------
+
+
+def test_next_run_is_a_whole_utc_minute_whatever_the_local_zone() -> None:
+    after = dt.datetime(2026, 9, 24, 21, 2, 7, 123456, tzinfo=dt.UTC)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TZ", "Asia/Tokyo")
+        time.tzset()
+        try:
+            found = next_run(parse("0 6 * * *"), after)
+            assert due(parse("0 21 * * *"), dt.datetime(2026, 9, 24, 21, 0, 59, tzinfo=dt.UTC))
+        finally:
+            patch.undo()
+            time.tzset()
+    assert found == dt.datetime(2026, 9, 25, 6, 0, tzinfo=dt.UTC)
+    assert (found.second, found.microsecond, found.utcoffset()) == (0, 0, dt.timedelta(0))
+    assert next_run(parse("* * * * *"), after) == dt.datetime(2026, 9, 24, 21, 3, tzinfo=dt.UTC)
+
+
+def test_next_run_looks_exactly_horizon_days_ahead() -> None:
+    """A leap day after a century year without one (2100) is the rarest date: found on the last day
+    of the horizon, not one day past it."""
+    leap = dt.datetime(2104, 2, 29, tzinfo=dt.UTC)
+    schedule = parse("0 0 29 2 *")
+    on_the_last_day = leap - dt.timedelta(days=HORIZON_DAYS, minutes=1)
+    assert next_run(schedule, on_the_last_day) == leap
+    assert next_run(schedule, on_the_last_day - dt.timedelta(days=1)) is None

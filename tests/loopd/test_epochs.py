@@ -21,6 +21,7 @@ from boxmaker.loopd.loop import LoopSettings
 from boxmaker.loopd.model import Completion, ContextFull, ModelError
 from boxmaker.loopd.session import CARRY_HEADING, Session, SessionError
 from boxmaker.loopd.tools import core_tools
+from boxmaker.loopd.trigger import compaction_due
 from boxmaker.loopd.turn import TurnFailed
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.records import EpochEnd, SessionStart, ToolResult, User, encode_record
@@ -552,3 +553,41 @@ def test_the_loop_says_which_sessions_it_is_compacting(home: Path) -> None:
     thread.join(10)
     assert seen == {"chat-one"}
     assert rig.loop.compacting() == []
+
+
+def test_trigger_at_exactly_85_percent_the_next_turn_waits_on_compaction(home: Path) -> None:
+    """M5d section 7: "at 85% the next turn waits on compaction": a slot left at exactly 85% of n_ctx
+    (not a token past it) compacts before the next turn (issue 13: `>=` read as `>` went unseen)."""
+    rig, depth = _depth_after_one_turn(home)
+    while depth % 17:  # a depth of 17k tokens is exactly 85% of 20k
+        rig.loop.turn("chat-one", "one more word")
+        depth = Session.open(rig.sessions, "chat-one").depth() or 0
+    compacting(rig, n_ctx=depth // 17 * 20)
+    assert depth == 0.85 * (depth // 17 * 20)
+    rig.server.script(FakeReply(content=SUMMARY))
+    result = rig.loop.turn("chat-one", "the next turn")
+    assert result.compacted
+    assert result.epoch == 1
+    assert len(summary_requests(rig)) == 1
+
+
+@given(
+    percent=st.integers(min_value=1, max_value=100),
+    n_ctx=st.integers(min_value=1, max_value=1_000_000),
+    offset=st.integers(min_value=-2, max_value=2),
+)
+def test_the_trigger_is_at_or_above_the_threshold_exactly(percent: int, n_ctx: int, offset: int) -> None:
+    """`compaction_due` agrees with integer arithmetic at and around the boundary, for every threshold
+    an owner writes with two decimals (0.07 x 100 is 7.000000000000001 in floating point)."""
+    depth = max(math.ceil(percent * n_ctx / 100) + offset, 0)
+    assert compaction_due(depth, n_ctx, percent / 100) == (100 * depth >= percent * n_ctx)
+
+
+def test_the_trigger_needs_a_depth_and_a_context_size() -> None:
+    assert compaction_due(85, 100, 0.85)
+    assert not compaction_due(84, 100, 0.85)
+    assert compaction_due(7, 100, 0.07)
+    assert not compaction_due(None, 100, 0.85)
+    assert not compaction_due(100, None, 0.85)
+    assert compaction_due(4096, 4096, 1.0)
+    assert not compaction_due(4095, 4096, 1.0)

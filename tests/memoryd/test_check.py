@@ -647,3 +647,42 @@ def test_secret_runs_after_the_ten_rules() -> None:
     for rule in CONTENT_RULES:
         assert rule_of(f"{SNIPPETS[rule]}\naws AKIAIOSFODNN7EXAMPLE") == rule
     assert rule_of("aws AKIAIOSFODNN7EXAMPLE") == "secret"
+
+
+# The secret rule's boundaries, which the mutation run found untested (docs/mutation.md) -------------
+
+BODY = "MIIEowIBAAKCAQEAwJbH2Vb8nq0YpZk1G7Q3Xc0f9LmABCDEFGH"
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("api_key: abcdefgh", True),  # 8 characters: a credential, whatever the keyword
+        ("api_key: abcdefg", False),  # 7, and not a password: a mention
+        ("api_key: abcdefg and more", False),
+        ("password: 1234567", True),  # a password of digits
+        ("token: 1234567", False),  # a token number (an issue, a count), not a token
+        ("password: hunter", True),  # ends the text
+        ("password: hunter\nnext line", True),  # ends its line
+        ("password: hunter is rotated weekly", False),  # a word in a sentence
+        ("password=hunter is old", True),  # assigned with =
+        ("password: hunt3r was rotated", True),  # not all letters
+        ("sk-ab12cd34ef56gh78", True),  # a key: 16 characters mixing letters and digits after sk-
+        ("-----BEGIN RSA PRIVATE KEY-----\n" + BODY[:40], True),  # a body of 40 base64 characters
+        ("-----BEGIN RSA PRIVATE KEY-----\n" + BODY[:39], False),  # 39: not yet a key
+        ("-----END RSA PRIVATE KEY-----\nthen -----BEGIN RSA PRIVATE KEY-----", False),  # END before BEGIN
+    ],
+)
+def test_the_secret_rule_at_its_boundaries(text: str, refused: bool) -> None:
+    refusal = check_text(text)
+    assert (refusal is not None and refusal.rule == "secret") == refused, refusal
+
+
+def test_a_word_mixing_cyrillic_with_an_astral_latin_letter_is_mixed_script() -> None:
+    """Latin Extended-G (U+1DF00..) lies outside the Basic Multilingual Plane: the astral pattern must
+    be used for it (the mutation run found the BMP-only shortcut untested)."""
+    for letter in ("\U0001df04", "\U0001df0a"):
+        refusal = check_text(f"при{letter}вет")
+        assert refusal is not None
+        assert refusal.rule == "mixed-script"
+    assert check_text("word \U0001df04") is None

@@ -153,3 +153,88 @@ def test_note_nfd_text_counted_after_nfc() -> None:
     # 1,000 NFC characters arriving as 2,000 NFD code points still fit.
     result = vet_note("e\u0301" * 1000)
     assert not isinstance(result, Refusal)
+
+
+# An `old` is matched after NFC, as entries are stored (issue 13, item 6) --------------------------
+
+NFC = "Caf\u00e9 Z\u00fcrich opens at 8; ask for Ma\u00ebl."
+NFD = "Cafe\u0301 Zu\u0308rich opens at 8; ask for Mae\u0308l."
+
+
+def test_an_old_typed_in_nfd_names_the_entry_stored_in_nfc() -> None:
+    assert NFC != NFD
+    stored = ["Owner prefers UTC.", NFC]
+    assert remove(MEMORY, stored, NFD) == Outcome(("Owner prefers UTC.",), (("dropped", NFC),))
+    assert replace(MEMORY, stored, NFD, "Closed on Mondays.") == Outcome(
+        ("Owner prefers UTC.", "Closed on Mondays.")
+    )
+    items = [Item("keep", "Owner prefers UTC."), Item("move", f"  {NFD}\n")]
+    assert consolidate(MEMORY, stored, items) == Outcome(("Owner prefers UTC.",), (("moved", NFC),))
+    assert consolidate(MEMORY, stored, [Item("keep", NFD), Item("drop", "Owner prefers UTC.")]) == Outcome(
+        (NFC,), (("dropped", "Owner prefers UTC."),)
+    )
+
+
+def test_an_entry_the_owner_wrote_in_nfd_is_named_by_either_form_and_kept_as_written() -> None:
+    by_hand = [NFD]
+    assert remove(USER, by_hand, NFC) == Outcome((), (("dropped", NFD),))
+    assert remove(USER, by_hand, NFD) == Outcome((), (("dropped", NFD),))
+    assert consolidate(USER, by_hand, [Item("keep", NFC)]) == Outcome((NFD,))
+    assert_refused(add(USER, by_hand, NFC), "refused:duplicate")
+    assert_refused(replace(USER, [NFD, "b"], "b", NFC), "refused:duplicate")
+    assert_refused(
+        consolidate(USER, by_hand, [Item("keep", NFC), Item("new", None, NFC)]), "refused:duplicate"
+    )
+
+
+def test_two_forms_of_one_entry_are_ambiguous_and_every_other_form_is_not_found() -> None:
+    both = [NFC, NFD]  # a file the owner edited by hand can hold both
+    assert_refused(remove(MEMORY, both, NFC), "refused:ambiguous")
+    assert_refused(replace(MEMORY, both, NFD, "x"), "refused:ambiguous")
+    assert_refused(consolidate(MEMORY, both, [Item("keep", NFC)]), "refused:consolidate")
+    assert isinstance(consolidate(MEMORY, both, [Item("keep", NFC), Item("drop", NFD)]), Outcome)
+    # exact after NFC: no NFKC, no case folding
+    for other in (
+        NFC.upper(),
+        NFC.casefold(),
+        "\ufb01le",
+        "Cafe\u0301\u00a0Zu\u0308rich opens at 8; ask for Mae\u0308l.",
+    ):
+        assert_refused(remove(MEMORY, [NFC, "file"], other), "refused:not-found")
+
+
+# What the mutation run found untested (docs/mutation.md) -------------------------------------------
+
+
+def test_every_refusal_of_an_edit_names_its_file() -> None:
+    for refusal, code in (
+        (remove(USER, ["a"], "zzz"), "refused:not-found"),
+        (remove(USER, ["a", "a"], "a"), "refused:ambiguous"),
+        (remove(USER, ["a"], "  "), "refused:not-found"),
+        (replace(USER, ["a", "b"], "a", "b"), "refused:duplicate"),
+        (consolidate(USER, ["a", "b"], [Item("keep", "a"), Item("drop", "a")]), "refused:consolidate"),
+        (consolidate(USER, ["a", "b"], [Item("keep", "a")]), "refused:consolidate"),
+        (consolidate(USER, ["a", "b"], [Item("keep", "a"), Item("text", "b", "a")]), "refused:duplicate"),
+    ):
+        assert_refused(refusal, code)
+        assert isinstance(refusal, Refusal)
+        assert "user.md" in refusal.sentence, refusal.sentence
+    assert "2 entries" in assert_refused(remove(USER, ["a", "a"], "a"), "refused:ambiguous").sentence
+
+
+def test_replace_in_the_middle_keeps_the_entries_after_it() -> None:
+    assert replace(MEMORY, ["a", "b", "c", "d"], "b", "x") == Outcome(("a", "x", "c", "d"))
+
+
+def test_consolidate_keeps_an_entry_the_owner_wrote_that_the_check_would_refuse() -> None:
+    """Only new and rewritten text is checked: the file's own entries are kept as they are (the block
+    leaves such an entry out and says so)."""
+    by_hand = "ring\x07bell"
+    assert consolidate(MEMORY, [by_hand, "b"], [Item("keep", by_hand), Item("drop", "b")]) == Outcome(
+        (by_hand,), (("dropped", "b"),)
+    )
+
+
+def test_consolidate_refuses_an_empty_rewrite() -> None:
+    assert_refused(consolidate(MEMORY, ["a"], [Item("text", "a", "  ")]), "refused:empty")
+    assert_refused(consolidate(MEMORY, ["a"], [Item("keep", "a"), Item("new", None, "")]), "refused:empty")

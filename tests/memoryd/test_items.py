@@ -620,3 +620,18 @@ def test_a_long_subject_is_refused_in_a_clean_sentence() -> None:
     refused = parse_memory({"action": "note", "text": "t", "subject": "s" * 121})
     assert isinstance(refused, Refusal)
     assert refused.sentence == "invalid arguments: `subject` is too long: at most 120 characters"
+
+
+def test_a_withdrawn_item_is_neither_superseded_nor_marked(memory: Memory) -> None:
+    """Withdrawal is checked before any other rule (the mutation run found it untested)."""
+    two_states(memory)
+    for withdrawn in (A, B):
+        answer = itemops.supersede(memory.writer, A, B, OWNER, lambda item, w=withdrawn: item.id == w)
+        assert answer.code == "refused:withdrawn", answer
+        assert withdrawn in answer.output
+    answer = itemops.set_status(memory.writer, A, "stale", OWNER, lambda item: item.id == A)
+    assert (answer.code, A in answer.output) == ("refused:withdrawn", True)
+    tainted = Caller("chat-tainted", "call-9", Label(DataClass.PRIVATE, True))
+    answer = itemops.set_status(memory.writer, A, "pending-cleanup", tainted)
+    assert (answer.code, A in answer.output) == ("refused:tainted", True)
+    assert itemops.supersede(memory.writer, A, B, OWNER).code == "ok"

@@ -86,3 +86,16 @@ def test_cjk_runs_become_pieces_on_both_sides() -> None:
     assert build("数").match == '"数" *'
     assert cjk_bigrams("我们在做数据库") == " 我们 们在 在做 做数 数据 据库 库 "
     assert cjk_bigrams("plain ascii") == "plain ascii"
+
+
+# What the mutation run found untested (docs/mutation.md) -------------------------------------------
+
+
+def test_only_a_lone_cjk_character_is_a_prefix_query() -> None:
+    assert build("owner x 数").match == '"owner" OR "x" OR "数" *'
+    assert build("数据").match == '"数据"'
+
+
+def test_a_cjk_run_indexes_its_last_character_alone_only_when_it_is_longer_than_one() -> None:
+    assert cjk_bigrams("数据") == " 数据 据 "
+    assert cjk_bigrams("a 数 b") == "a  数  b"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.files.journal import Append, Change, encode_line
 from boxmaker.memoryd.files.notes import Note, header_time, render
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.items.store import ItemStore, capture_event
+from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
 from boxmaker.memoryd.memory import block as served_block
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.withdrawal import records
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
+from boxmaker.memoryd.withdrawal.exclusion import Exclusion, from_chains, withdrawn_entries
 from boxmaker.memoryd.withdrawal.receipts import withdraw
 from boxmaker.memoryd.withdrawal.records import Scope, WithdrawalRecord, check, normalize, same_scope
 from boxmaker.memoryd.write.answer import Caller
@@ -723,3 +725,157 @@ def test_bad_selectors_are_refused_by_name(home: Path, daemon: object, bad: list
     assert "is not a selector" in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
     assert not (home / "memory" / "controls.jsonl").exists()
+
+
+# What the mutation run found untested (docs/mutation.md): each way the exclusion reaches a thing ----
+
+
+def _item(ident: str, session: str, captured_from: str = "", archive_ref: str | None = None) -> Item:
+    return Item(
+        id=ident,
+        time="2026-09-24T21:02:07Z",
+        date="2026-09-24",
+        kind="knowledge",
+        subject=None,
+        scope=None,
+        confidence=None,
+        confidence_scheme=None,
+        text="a fact",
+        label=CLEAN,
+        source=captured_from,
+        captured_from=captured_from,
+        session=session,
+        call="c1",
+        corroborating_refs=(),
+        inspired_by=None,
+        note="",
+        archive_ref=archive_ref,
+    )
+
+
+@dataclass(frozen=True)
+class _Hit:
+    session: str
+    kind: str
+    key: str
+
+
+def test_an_item_is_excluded_by_its_id_its_session_its_record_or_its_archive_ref() -> None:
+    item = _item(
+        "mem-2026-09-24-001",
+        "chat-a",
+        "sessions/chat-a/0.jsonl#7",
+        "archive/2026-09-24.md#mem-2026-09-24-001",
+    )
+    assert Exclusion(items=frozenset({item.id})).item(_item(item.id, "chat-other"))
+    assert Exclusion(sessions=frozenset({"chat-a"})).item(_item("mem-2026-09-24-009", "chat-a"))
+    assert Exclusion(records=frozenset({("chat-a", 0, 7)})).item(item)
+    assert Exclusion(archives=frozenset({"archive/2026-09-24.md"})).item(item)
+    assert not Exclusion(records=frozenset({("chat-a", 0, 8)})).item(item)
+    assert Exclusion(items=frozenset({item.id})).archive("archive/2026-09-24.md#mem-2026-09-24-001")
+    assert not Exclusion().item(item)
+
+
+def test_a_note_is_excluded_by_its_session_its_key_or_its_item() -> None:
+    note = Note(
+        "noted", "2026-09-24T21:02Z", "chat-a", "", CLEAN, "seen", 3, ("mem-2026-09-24-001", "knowledge")
+    )
+    assert Exclusion(sessions=frozenset({"chat-a"})).note(note)
+    assert Exclusion(note_keys=frozenset({note.key})).note(note)
+    assert Exclusion(items=frozenset({"mem-2026-09-24-001"})).note(note)
+    assert not Exclusion(items=frozenset({"mem-2026-09-24-002"})).note(note)
+
+
+def test_a_hit_is_excluded_by_its_session_its_note_key_or_its_record() -> None:
+    withdrawn = Exclusion(
+        sessions=frozenset({"chat-a"}),
+        records=frozenset({("chat-b", 1, 5)}),
+        note_keys=frozenset({"note/3/x"}),
+    )
+    assert withdrawn.hit(_Hit("chat-a", "turn", "session/chat-a/0/0"))
+    assert withdrawn.hit(_Hit("chat-c", "note", "note/3/x"))
+    assert not withdrawn.hit(_Hit("chat-c", "note", "note/4/x"))
+    assert withdrawn.hit(_Hit("chat-b", "turn", "session/chat-b/1/4"))  # line 5, 1-based
+    assert not withdrawn.hit(_Hit("chat-b", "turn", "session/chat-b/4/4"))
+    assert not withdrawn.hit(_Hit("chat-b", "turn", "not a record key"))
+
+
+def test_an_exclusion_of_any_kind_is_something() -> None:
+    assert not Exclusion()
+    for part in ("items", "sessions", "archives"):
+        assert Exclusion(**{part: frozenset({"x"})})
+    assert Exclusion(records=frozenset({("chat-a", 0, 1)}))
+
+
+def test_an_entry_leaves_the_block_only_when_its_newest_addition_was_the_withdrawn_sessions() -> None:
+    withdrawn, files = Exclusion(sessions=frozenset({"chat-bad"})), {"memory.md": ["x"]}
+    damaged = {"where": "memory.md", "before": [], "after": None, "session": "chat-good"}
+    added_back = {"where": "memory.md", "before": [], "after": ["x"], "session": "chat-good"}
+    removed = {"where": "memory.md", "before": ["x"], "after": [], "session": "chat-good"}
+    added = {"where": "memory.md", "before": [], "after": ["x"], "session": "chat-bad"}
+    assert withdrawn_entries(withdrawn, files, iter([damaged, added])) == {("memory.md", "x")}
+    assert withdrawn_entries(withdrawn, files, iter([added_back, removed, added])) == set()
+
+
+def test_a_reinstatement_of_a_reinstatement_is_broken_and_keeps_the_scope_excluded() -> None:
+    """Only a withdrawal can be reinstated: a chain withdraw → reinstate → reinstate fails closed, and
+    its reason names the first broken event."""
+    scope = Scope(("mem-2026-09-24-001",))
+    w1 = make("memwd-2026-09-24-001", "withdraw", scope)
+    r2 = make("memwd-2026-09-24-002", "reinstate", scope, w1.withdrawal_id)
+    r3 = make("memwd-2026-09-24-003", "reinstate", scope, r2.withdrawal_id)
+    (chain,) = records.resolve([w1, r2, r3])
+    assert (chain.state, chain.excluded, chain.controlling) == ("conflicting", True, None)
+    assert "memwd-2026-09-24-003" in chain.why
+
+
+def test_a_lone_reinstatement_or_a_cycle_fails_closed_and_a_new_one_is_refused() -> None:
+    scope = Scope(("mem-2026-09-24-001",))
+    lone = make("memwd-2026-09-24-001", "reinstate", scope)
+    (chain,) = records.resolve([lone])
+    assert (chain.state, chain.excluded, "memwd-2026-09-24-001" in chain.why) == ("conflicting", True, True)
+    w1 = make("memwd-2026-09-24-002", "withdraw", scope, "memwd-2026-09-24-003")
+    w2 = make("memwd-2026-09-24-003", "withdraw", scope, "memwd-2026-09-24-002")
+    (chain,) = records.resolve([w1, w2])  # each supersedes the other: no head
+    assert (chain.state, chain.excluded, chain.controlling) == ("conflicting", True, None)
+    assert "memwd-2026-09-24-002" in chain.why
+    refused = check(lone, [])
+    assert refused is not None
+    assert refused.code == "refused:chain"
+
+
+def test_the_exclusion_expands_every_withdrawn_chain_over_items_and_notes() -> None:
+    """Items captured in a withdrawn record or session, or named by id, are out, with their notes (by
+    key) and texts; a reinstated chain before them stops nothing."""
+    ident, other = "mem-2026-09-24-001", "mem-2026-09-24-002"
+    by_record = _item(ident, "chat-a", "sessions/chat-a/0.jsonl#7")
+    by_id = _item(other, "chat-b", "sessions/chat-b/0.jsonl#2")
+    by_id = msgspec.structs.replace(by_id, text="another fact")
+    w1 = make("memwd-2026-09-24-001", "withdraw", Scope(memory_item_ids=("mem-2026-09-24-009",)))
+    r2 = make("memwd-2026-09-24-002", "reinstate", w1.scope, w1.withdrawal_id)
+    w3 = make("memwd-2026-09-24-003", "withdraw", Scope(source_or_run_refs=("sessions/chat-a/0.jsonl#7",)))
+    w4 = make("memwd-2026-09-24-004", "withdraw", Scope(memory_item_ids=(other,)))
+    w5 = make("memwd-2026-09-24-005", "withdraw", Scope(archive_refs=("archive/2026-09-20.md",)))
+    note = Note("noted", "2026-09-24T21:02Z", "chat-b", "", CLEAN, "another fact", 4, (other, "knowledge"))
+    chains = records.resolve([w1, r2, w3, w4, w5])
+    out = from_chains(chains, {ident: by_record, other: by_id}, [note])
+    assert out.items == {ident, other}
+    assert out.records == {("chat-a", 0, 7)}
+    assert out.archives == {"archive/2026-09-20.md"}
+    assert out.note_keys == {note.key}
+    assert out.texts == {"a fact", "another fact"}
+
+
+def test_an_event_after_the_owners_reconciliation_keeps_the_fork_decided() -> None:
+    """A fork decided by the owner's reconciliation stays decided when the scope goes on after it:
+    the reconciliation is found anywhere in the head's ancestry, not only at the head."""
+    scope = Scope(("mem-2026-09-24-001",))
+    w1 = make("memwd-2026-09-24-001", "withdraw", scope)
+    r2 = make("memwd-2026-09-24-002", "reinstate", scope, w1.withdrawal_id)
+    r3 = make("memwd-2026-09-24-003", "reinstate", scope, w1.withdrawal_id)
+    w4 = make("memwd-2026-09-24-004", "withdraw", scope, r2.withdrawal_id, reason="reconciliation")
+    r5 = make("memwd-2026-09-24-005", "reinstate", scope, w4.withdrawal_id)
+    (chain,) = records.resolve([w1, r2, r3, w4])
+    assert (chain.state, chain.controlling) == ("in-force", w4)
+    (chain,) = records.resolve([w1, r2, r3, w4, r5])
+    assert (chain.state, chain.controlling) == ("reinstated", r5)

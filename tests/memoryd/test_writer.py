@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
+import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from boxmaker.memoryd.files.entries import MEMORY
 from boxmaker.memoryd.files.journal import Journal
 from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import parse
 from boxmaker.memoryd.files.store import Store
+from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.write.actions import Add, Consolidate, MemoryAction, Note, RawItem, Remove, Replace
 from boxmaker.memoryd.write.answer import OWNER, Caller
-from boxmaker.memoryd.write.writer import Writer
+from boxmaker.memoryd.write.writer import Writer, decide
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.settings import packaged_starter
 from conftest import Clock
@@ -365,3 +369,77 @@ def test_temp_files_of_interrupted_writes_are_removed_at_start(home: Path, clock
     (memory.dir / "..intent.json.tmp-999").write_text("half")
     Memory(home, clock)
     assert sorted(p.name for p in memory.dir.glob(".*tmp*")) == []
+
+
+def test_an_entry_added_in_nfd_is_removed_by_the_same_nfd_old(memory: Memory) -> None:
+    """The model types the entry as it typed it when adding it: stored NFC, named in NFD (issue 13)."""
+    nfd = "Mae\u0308l prefers the cafe\u0301 by the station."
+    assert memory.do(CLEAN, Add(file="user", text=nfd))[1] == "ok"
+    assert memory.read("user.md") == unicodedata.normalize("NFC", nfd) + "\n"
+    assert memory.do(CLEAN, Replace(file="user", old=nfd, text=nfd + " Since 2024."))[1] == "ok"
+    assert memory.do(CLEAN, Remove(file="user", old=nfd + " Since 2024."))[1] == "ok"
+    assert memory.read("user.md") == ""
+    assert [n.text for n in parse(memory.read("notes.md"))] == [
+        unicodedata.normalize("NFC", nfd) + " Since 2024."
+    ]
+
+
+# What the mutation run found untested (docs/mutation.md) -------------------------------------------
+
+
+def test_every_answer_names_the_journal_line_it_wrote(memory: Memory) -> None:
+    answers = [
+        memory.writer.memory(CLEAN, Add(file="user", text="Likes tea.")),
+        memory.writer.memory(CLEAN, Note(text="The NAS is at 10.0.0.7.")),
+        memory.writer.memory(TAINTED, Add(file="user", text="Likes coffee.")),
+    ]
+    assert [a.edit for a in answers] == [line["id"] for line in memory.journal()]
+    assert [a.code for a in answers] == ["ok", "noted", "noted"]
+
+
+def test_a_notes_journal_line_and_its_position(memory: Memory) -> None:
+    for text in ("first seen", "second seen", "third seen"):
+        memory.do(CLEAN, Note(text=text))
+    notes = parse(memory.read("notes.md"))
+    events = [json.loads(x) for x in memory.read("items.jsonl").splitlines()]
+    assert [e["note"] for e in events] == [n.key for n in notes]  # each capture names its note's key
+    assert [e["note"].split("/")[1] for e in events] == ["0", "1", "2"]
+    line = memory.journal()[0]
+    assert {k: line[k] for k in ("action", "file", "where", "before", "after")} == {
+        "action": "note",
+        "file": "notes.md",
+        "where": "notes.md",
+        "before": [],
+        "after": ["first seen"],
+    }
+    assert [n["text"] for n in line["notes"]] == ["first seen"]
+    assert line["notes"][0]["header"].startswith("§ noted 2026-09-24T21:02Z in session chat-clean")
+
+
+def test_a_trusted_add_keeps_its_capture_fields_in_the_journal(memory: Memory) -> None:
+    memory.do(CLEAN, Add(file="user", text="The owner's NAS is at 10.0.0.7.", kind="state", subject="nas:ip"))
+    [line] = memory.journal()
+    assert line["capture"]["kind"] == "state"
+    assert line["capture"]["subject"] == "nas:ip"
+
+
+def test_a_consolidate_whose_items_are_malformed_is_refused_before_it_is_applied() -> None:
+    refused = decide(
+        MEMORY, ["a"], Consolidate(file="memory", entries=[RawItem(old="a", keep=True, drop=True)])
+    )
+    assert isinstance(refused, Refusal)
+    assert refused.code == "refused:consolidate"
+
+
+def test_item_ids_and_headers_are_dated_in_utc_whatever_the_local_zone(home: Path, clock: Clock) -> None:
+    """21:02 UTC on 2026-09-24 is already the 25th in Tokyo: ids and headers stay on the UTC day."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TZ", "Asia/Tokyo")
+        time.tzset()
+        try:
+            memory = Memory(home, clock)
+            assert memory.do(CLEAN, Note(text="seen"))[0] == "noted as mem-2026-09-24-001"
+            assert memory.read("notes.md").startswith("§ noted 2026-09-24T21:02Z")
+        finally:
+            patch.undo()
+            time.tzset()

@@ -35,6 +35,7 @@ from boxmaker.loopd.session import Baseline, Session, SessionError, check_sessio
 from boxmaker.loopd.slots import Priority, priority
 from boxmaker.loopd.summaries import Summaries
 from boxmaker.loopd.tools import core_tools
+from boxmaker.loopd.trigger import compaction_due
 from boxmaker.loopd.turn import (
     SURROGATE,
     CompactFailed,
@@ -230,8 +231,7 @@ class Loop:
         short, or a last request that left the slot at or above the threshold."""
         if session.pending is not None:
             return True
-        depth, n_ctx = session.depth(), self.settings.n_ctx
-        return depth is not None and n_ctx is not None and depth >= self.settings.threshold * n_ctx
+        return compaction_due(session.depth(), self.settings.n_ctx, self.settings.threshold)
 
     def _compact_if_due(self, session: Session, why: str = "a compaction was due before this turn") -> None:
         """Compact before a turn when due; a failure leaves the old epoch and is logged (the turn then

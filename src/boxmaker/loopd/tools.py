@@ -39,11 +39,11 @@ _MAINTENANCE_PROPERTIES: dict[str, Any] = {
     "new": {"type": "string"},
     "id": {"type": "string"},
     "ids": {"type": "array", "items": {"type": "string"}},
-    "status": {"type": "string", "enum": ["pending-cleanup"]},
+    "status": {"enum": ["pending-cleanup"]},
     "triggers": {"type": "array", "items": {"type": "string"}},
 }
 _MAINTENANCE_SAID = (
-    "note: a fact or lesson. index, topic: read. propose: a rule for the owner. Maintenance: dream-input "
+    "note: a fact or lesson. Maintenance: dream-input "
     "(the day's archive), supersede {old,new} (state), mark {id,status}, cool {id}, merge {ids,text}, "
     "assign {id,topic,triggers} (knowledge: never delete)."
 )
@@ -69,7 +69,8 @@ _ARRAY: dict[str, Any] = {"type": "array"}
 
 
 def _enum(*values: str) -> dict[str, Any]:
-    return {"type": "string", "enum": list(values)}
+    """A choice of strings: the enum alone says the type (JSON Schema), a few baseline tokens less."""
+    return {"enum": list(values)}
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -150,18 +151,17 @@ def _core_tools() -> list[dict[str, Any]]:
         ),
         _function(
             "memory",
-            "note: a fact or lesson. add/replace/remove/consolidate: memory.md (yours) or user.md "
-            "(owner's) entries, by full text. tiers: by use. index, topic: read. forget: withdraw. "
-            "propose: a rule for the owner. feedback: on recalled items.",
+            "add/replace/remove/consolidate: memory.md (yours) or user.md (owner's) entries, by full "
+            "text. feedback: on recalled items.",
             memory_properties(),
             ["action"],
         ),
-        _function("find_tool", "List your other tools and their arguments.", {"query": _STRING}, ["query"]),
+        _function("find_tool", "List your other tools and their arguments.", {"query": _STRING}, []),
         _function(
             "call_tool",
             "Run a tool that find_tool listed.",
             {"name": _STRING, "arguments": {"type": "object"}},
-            ["name", "arguments"],
+            ["name"],
         ),
     ]
 

@@ -4,6 +4,10 @@ Pure functions over values: each takes the file's entries as they are now and re
 `Outcome` (the new entries and what goes to notes.md, in order) or a `Refusal` with its fixed sentence.
 Entries are named by their full text; every `old` must match an entry exactly, so an edit made against
 an old view of the file fails safely (hermes #26045), and an empty `old` matches nothing (letta PR #1616).
+"Exactly" is after NFC and trimming, the way new entries are stored (DESIGN 7): an `old` typed in NFD
+names the entry stored in NFC, and an entry the owner wrote in NFD by hand is named by either form. No
+other folding (no NFKC, no case folding), so `refused:not-found` and `refused:ambiguous` keep their
+meaning; the duplicate test compares the same way.
 
 Rule order for a new or rewritten entry: `empty`, `duplicate`, `limit` (on the whole file after the
 edit), then the content rules of `rules.check_text` on the NFC text (DESIGN 10.6). A note's `length`
@@ -83,11 +87,16 @@ def _fits(spec: FileSpec, entries: Sequence[str]) -> Refusal | None:
     return identity.limit(spec.name, size, spec.limit) if size > spec.limit else None
 
 
+def _held(entries: Sequence[str]) -> list[str]:
+    """The entries as they are compared with an `old` or a new text: each one `prepare`d (NFC, trimmed)."""
+    return [prepare(entry) for entry in entries]
+
+
 def _find(spec: FileSpec, entries: Sequence[str], old: str) -> int | Refusal:
-    wanted = old.strip()
+    wanted = prepare(old)
     if not wanted:
         return identity.empty_old(spec.name)
-    matches = [i for i, entry in enumerate(entries) if entry == wanted]
+    matches = [i for i, entry in enumerate(_held(entries)) if entry == wanted]
     if not matches:
         return identity.not_found(spec.name)
     if len(matches) > 1:
@@ -100,7 +109,7 @@ def add(spec: FileSpec, entries: Sequence[str], raw: str) -> Outcome | Refusal:
     text = prepare(raw)
     if not text:
         return identity.EMPTY
-    if text in entries:
+    if text in _held(entries):
         return identity.duplicate(spec.name)
     new = (*entries, text)
     return _fits(spec, new) or vet_entry(text) or Outcome(new)
@@ -114,7 +123,7 @@ def replace(spec: FileSpec, entries: Sequence[str], old: str, raw: str) -> Outco
     text = prepare(raw)
     if not text:
         return identity.EMPTY
-    if text in entries:
+    if text in _held(entries):
         return identity.duplicate(spec.name)
     new = (*entries[:where], text, *entries[where + 1 :])
     return _fits(spec, new) or vet_entry(text) or Outcome(new)
@@ -135,34 +144,40 @@ def consolidate(spec: FileSpec, entries: Sequence[str], items: Sequence[Item]) -
     Kept and rewritten entries and new ones form the new file in the order given; moved and
     dropped entries go to notes.md in the order given.
     """
-    named = Counter(item.old.strip() for item in items if item.old is not None)
-    held = Counter(entries)
+    keys = _held(entries)
+    named = Counter(prepare(item.old) for item in items if item.old is not None)
+    held = Counter(keys)
     if any(named[old] > held[old] for old in named):
         return identity.consolidate_twice(spec.name)
     missing = sum((held - named).values())
     if missing:
         return identity.consolidate_missing(spec.name, missing)
+    # an `old` names the file's own entry: what is kept, moved or dropped is the file's text
+    stored: dict[str, list[str]] = {}
+    for key, entry in zip(keys, entries, strict=True):
+        stored.setdefault(key, []).append(entry)
     new: list[str] = []
     departures: list[tuple[Departure, str]] = []
     for item in items:
-        if item.op in ("move", "drop"):
+        if item.op in ("move", "drop", "keep"):
             assert item.old is not None
-            departures.append(("moved" if item.op == "move" else "dropped", item.old.strip()))
-        elif item.op == "keep":
-            assert item.old is not None
-            new.append(item.old.strip())
+            entry = stored[prepare(item.old)].pop(0)
+            if item.op == "keep":
+                new.append(entry)
+            else:
+                departures.append(("moved" if item.op == "move" else "dropped", entry))
         else:
             text = prepare(item.text or "")
             if not text:
                 return identity.EMPTY
             new.append(text)
-    if len(set(new)) != len(new):
+    if len(set(_held(new))) != len(new):
         return identity.duplicate(spec.name)
     refusal = _fits(spec, new)
     if refusal is not None:
         return refusal
     for text in new:
-        refusal = vet_entry(text) if text not in held else None
+        refusal = vet_entry(text) if prepare(text) not in held else None
         if refusal is not None:
             return refusal
     return Outcome(tuple(new), tuple(departures))
