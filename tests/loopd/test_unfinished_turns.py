@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_loop import Rig, rig  # noqa: F401 (the fixture)
+from test_loop import Rig
 
 from boxmaker.loopd.model import ModelClient
 from boxmaker.loopd.turn import Control, TurnCancelled, TurnFailed, closing_sentence, unanswered_sentence
@@ -22,6 +22,11 @@ from boxmaker.memoryd.index.walk import Rows, Walk, walk_records
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import Assistant, ToolResult, TurnEnd, Usage, User
 from fakes.llama_server import FakeLlamaServer, FakeReply
+
+
+@pytest.fixture
+def rig(home: Path) -> Rig:
+    return Rig(home)
 
 
 def _prefix(earlier: list[dict[str, Any]], later: list[dict[str, Any]]) -> bool:
@@ -79,7 +84,8 @@ def test_a_cancel_between_tool_calls_answers_the_calls_left_and_keeps_what_ran(r
     records = rig.records("chat-one")
     results = [r for r in records if isinstance(r, ToolResult)]
     assert [r.content for r in results] == ["result of clock", unanswered_sentence(cancelled=True)]
-    assert results[1].call == "recall" and results[1].label.data_class is DataClass.PUBLIC
+    assert results[1].call == "recall"
+    assert results[1].label.data_class is DataClass.PUBLIC
     assert records[-1] == TurnEnd(time=records[-1].time, reason="cancelled", code="cancelled")
     rig.broker.on_call = None
     assert rig.loop.turn("chat-one", "hello").reply == "ok: hello"  # the session stays usable
@@ -105,7 +111,8 @@ def test_a_streamed_turn_hands_on_the_text_and_logs_the_whole_reply_with_its_usa
     assistant = next(r for r in rig.records("chat-one") if isinstance(r, Assistant))
     assert assistant.reasoning_content == "think"  # kept in the log, never streamed to the owner
     usage = next(r for r in rig.records("chat-one") if isinstance(r, Usage))
-    assert usage.prompt_n > 0 and usage.predicted_n > 0
+    assert usage.prompt_n > 0
+    assert usage.predicted_n > 0
     assert rig.chat_requests()[-1]["stream"] is True
 
 
@@ -116,7 +123,8 @@ def test_streamed_tool_calls_are_assembled_before_they_are_routed(rig: Rig) -> N
     assert result.reply == "Found it."
     assert rig.broker.requests[0].arguments == arguments
     call = next(r for r in rig.records("chat-one") if isinstance(r, Assistant) and r.tool_calls).tool_calls[0]
-    assert json.loads(call.arguments) == arguments and call.id  # the server's id, kept
+    assert json.loads(call.arguments) == arguments
+    assert call.id.startswith("call__0_recall_cmpl-") or len(call.id) == 32  # the server's id, kept
 
 
 def test_the_degraded_server_streams_usage_only_when_asked_and_loopd_asks(home: Path) -> None:
@@ -124,7 +132,8 @@ def test_the_degraded_server_streams_usage_only_when_asked_and_loopd_asks(home: 
     rig.loop.turn("chat-one", "hi", control=Control(on_text=lambda _: None))
     assert rig.chat_requests()[-1]["stream_options"] == {"include_usage": True}
     usage = next(r for r in rig.records("chat-one") if isinstance(r, Usage))
-    assert usage.prompt_n > 0 and usage.cache_n == 0
+    assert usage.prompt_n > 0
+    assert usage.cache_n == 0
 
 
 def test_the_closing_sentence_is_not_indexed_but_the_call_before_it_is() -> None:

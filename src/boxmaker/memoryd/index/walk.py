@@ -5,8 +5,8 @@ Pure: records in, rows out. Walking a log in order keeps the session's label so 
 record was written. Indexed: `user` content (with the speaker's name), `assistant` content when not
 empty, each tool call as ``name arguments``, and `tool_summary` content (labelled with the stricter of
 the session's label and its own). Never tool results, never reasoning, never the fixed sentence loopd
-writes to close a cancelled or failed turn (the `assistant` record before a `turn_end`). A row above ``max_class`` is
-not indexed, and its text never reaches another row's context.
+writes to close a cancelled or failed turn (the `assistant` record before a `turn_end`). A row above
+``max_class`` is not indexed, and its text never reaches another row's context.
 
 A row is two tuples: its source (the `sources` table) and its searchable columns (the `hits` table):
 ``text`` (``speaker: text`` for a user turn with a speaker), ``ctx`` (the two indexed user or assistant
