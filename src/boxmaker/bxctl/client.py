@@ -81,15 +81,21 @@ class JsonErrors(click.Group):
             raise
 
 
-def request(role: str, path: Path, body: Body, timeout: float = 120.0) -> Body:
-    """Send one request and return the reply.
+def request(
+    role: str,
+    path: Path,
+    body: Body,
+    timeout: float = 120.0,
+    on_interim: Callable[[Body], None] | None = None,
+) -> Body:
+    """Send one request and return the reply (`on_interim` gets the frames before it, `wire.call`).
 
     Raises:
         RoleUnreachable: nothing answers at `path`.
         RoleRefused: the role answered with an `error` frame.
     """
     try:
-        return wire.call(path, body, timeout=timeout)
+        return wire.call(path, body, timeout=timeout, on_interim=on_interim)
     except PeerError as exc:
         if exc.code == "unreachable":
             raise RoleUnreachable(role, path, exc.message) from None

@@ -206,7 +206,11 @@ class Loop:
             raise TurnFailed(
                 "invalid-text", "the message is not valid Unicode (it holds a lone surrogate)", ""
             )
+        if control is not None:
+            control.doing = "the session's previous turn"
         with self.open_sessions.lock(session_id):
+            if control is not None:
+                control.doing = "its start (a compaction, when one is due)"
             fresh = not Session.started(self.sessions, session_id)
             try:
                 session = self._session(session_id, background)
