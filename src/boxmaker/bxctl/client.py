@@ -41,6 +41,21 @@ class RoleDown(click.ClickException):
     code = "unreachable"
 
 
+#: What the owner can do where memoryd's sentence (written for the model) says "consolidate", an action
+#: of the model's `memory` tool that the owner does not have.
+OWNER_CONSOLIDATE = (
+    "(you can: bxctl memory remove --file FILE TEXT, bxctl memory edit --file FILE TEXT, or edit the file "
+    "under {home}/memory/ by hand, keeping a line holding only § between entries)"
+)
+
+
+def for_owner(text: str) -> str:
+    """`text`, with what the owner can do when it tells them to use consolidate."""
+    if "consolidate" in text and ("use consolidate" in text or "with consolidate" in text):
+        return f"{text}\n{OWNER_CONSOLIDATE}"
+    return text
+
+
 class RoleRefused(click.ClickException):
     """Exit 1: the role answered with an `error` frame, or refused the owner's command."""
 
@@ -48,6 +63,7 @@ class RoleRefused(click.ClickException):
     code = "error"
 
     def __init__(self, message: str, runbook: str = "", *, printed: bool = False) -> None:
+        message = for_owner(message)
         text = message if not runbook else f"{message}\nrunbook: {runbook} (docs/runbook.md)"
         super().__init__(text)
         self.printed = printed
@@ -150,4 +166,4 @@ def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
     else:
-        click.echo(reply.text)
+        click.echo(for_owner(reply.text))
