@@ -16,7 +16,8 @@ Ollama, vLLM and LM Studio do) and a missing bearer token when ``api_key`` is se
 llama-cpp-python's ``chatml-function-calling``, the degraded server reads a missing ``tool_choice`` as
 ``"none"`` (the tools never reach the model); llama-server reads it as ``"auto"``.
 
-``"stream": true`` is answered with server-sent events as llama-server sends them
+``"stream": true`` is answered with server-sent events as llama-server sends them (the degraded server,
+like llama-cpp-python's ``chatml-function-calling``, ends a stream with tools at once, empty)
 (``stream_sample.txt``): a role chunk, content (and ``reasoning_content``) deltas a few tokens each, tool
 calls as an id-and-name delta followed by argument pieces, a chunk with ``finish_reason``, and a last chunk
 with empty ``choices``, ``usage`` and ``timings``; the degraded server sends that usage chunk only when
@@ -436,6 +437,9 @@ class FakeLlamaServer:
         if refused is not None:
             return refused
         tools = self._tools_seen(body)
+        if body.get("stream") is True and self.degraded and tools is not None:
+            # llama-cpp-python: "Automatic streaming tool choice is not supported", an empty stream
+            return 200, Stream([], done=False)
         prompt = tokens(render_prompt(body["messages"], tools))
         max_tokens = body.get("max_tokens")
         overflow = self._context_error(len(prompt), max_tokens if isinstance(max_tokens, int) else None)
@@ -618,10 +622,12 @@ class Stream:
     """A streamed reply: its chunks, sent as server-sent events ending with ``data: [DONE]``."""
 
     chunks: list[dict[str, Any]]
+    done: bool = True  # False: the stream ends without ``data: [DONE]`` (a server that gave up)
 
     def events(self) -> list[bytes]:
         """The events' bytes, one per chunk, then the end."""
-        return [f"data: {json.dumps(c)}\n\n".encode() for c in self.chunks] + [b"data: [DONE]\n\n"]
+        end = [b"data: [DONE]\n\n"] if self.done else []
+        return [f"data: {json.dumps(c)}\n\n".encode() for c in self.chunks] + end
 
 
 def _call_id(task: int, index: int) -> str:

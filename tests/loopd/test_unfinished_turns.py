@@ -127,13 +127,17 @@ def test_streamed_tool_calls_are_assembled_before_they_are_routed(rig: Rig) -> N
     assert call.id.startswith("call__0_recall_cmpl-") or len(call.id) == 32  # the server's id, kept
 
 
-def test_the_degraded_server_streams_usage_only_when_asked_and_loopd_asks(home: Path) -> None:
-    rig = Rig(home, server=FakeLlamaServer(degraded=True))
-    rig.loop.turn("chat-one", "hi", control=Control(on_text=lambda _: None))
-    assert rig.chat_requests()[-1]["stream_options"] == {"include_usage": True}
-    usage = next(r for r in rig.records("chat-one") if isinstance(r, Usage))
-    assert usage.prompt_n > 0
-    assert usage.cache_n == 0
+def test_the_degraded_server_streams_usage_only_when_asked_and_loopd_asks() -> None:
+    server = FakeLlamaServer(degraded=True)
+    client = ModelClient("http://fake", transport=server.transport())
+    reply = client.complete([{"role": "user", "content": "hi"}], None, None, on_text=lambda _: None)
+    body = server.requests[-1][1]
+    assert body["stream_options"] == {"include_usage": True}
+    assert reply.prompt_n > 0
+    assert reply.cache_n == 0  # this server reports no cache: compaction starts later (docs)
+    assert server.handle(
+        "POST", "/v1/chat/completions", json.dumps({**body, "stream_options": None}).encode()
+    )[1].chunks[-1]["choices"]  # without it, no usage chunk: the last chunk is the finish
 
 
 def test_the_closing_sentence_is_not_indexed_but_the_call_before_it_is() -> None:
@@ -145,3 +149,14 @@ def test_the_closing_sentence_is_not_indexed_but_the_call_before_it_is() -> None
     rows = Rows()
     walk_records("chat-one", 0, 1, records, Walk(), max_class=DataClass.PRIVATE, rows=rows)
     assert [source[11] for source in rows.sources] == ["what time is it"]
+
+
+def test_a_server_that_cannot_stream_tool_calls_is_asked_plainly_and_its_text_handed_on(home: Path) -> None:
+    rig = Rig(home, server=FakeLlamaServer(degraded=True))
+    pieces: list[str] = []
+    rig.server.script(FakeReply(tool_calls=[("clock", {})]), FakeReply(content="It is noon."))
+    result = rig.loop.turn("chat-one", "time?", control=Control(on_text=pieces.append))
+    assert result.reply == "It is noon."
+    assert pieces == ["It is noon."]  # whole, once the plain reply came
+    streamed = [body.get("stream") for body in rig.chat_requests()]
+    assert streamed == [True, False, False]  # the empty stream, then plain requests only

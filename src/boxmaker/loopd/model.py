@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -59,6 +60,13 @@ from boxmaker.proto.records import ToolCall
 
 #: The chat endpoint.
 CHAT = "/v1/chat/completions"
+#: Said once when a server cannot stream a request.
+NO_STREAM = (
+    "the model server ended a streamed reply without sending anything (llama-cpp-python cannot stream "
+    "tool calls); replies are asked whole from now on and shown when they are complete"
+)
+
+log = logging.getLogger("boxmaker.loopd")
 
 #: Statuses that mean "this server has no such endpoint" (llama-server answers 501 for a disabled /slots).
 ABSENT = frozenset({404, 405, 501})
@@ -148,6 +156,8 @@ class ModelClient:
         self._guard = threading.Lock()
         self._slot_locks: dict[int | None, threading.Lock] = {}
         self._call_numbers = itertools.count(1)
+        #: False once the server ended a stream without an event: its replies are asked plainly.
+        self.streams = True
 
     def server_info(self) -> ServerInfo:
         """Ask ``GET /props``, then ``GET /slots``.
@@ -221,16 +231,26 @@ class ModelClient:
         on_text: Callable[[str], None] | None,
         cancel: threading.Event | None,
     ) -> Completion:
-        """One chat completion on its slot, plain or streamed."""
+        """One chat completion on its slot, streamed when asked and the server can (a server that
+        ends a stream without a single event, as llama-cpp-python does for tools with
+        ``chatml-function-calling``, is asked plainly from then on, and its text handed on whole)."""
         with self._slot_lock(slot):
-            if on_text is None:
-                response = self._send("POST", CHAT, body)
-                reply = read_json(response, "chat completion")
-            else:
+            reply: Any = None
+            if on_text is not None and self.streams:
                 response, reply = self._stream(body, on_text, cancel)
+                if reply is None:
+                    self.streams = False
+                    log.warning("%s: %s", self.url, NO_STREAM)
+            if reply is None:
+                plain = {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}
+                response = self._send("POST", CHAT, plain)
+                reply = read_json(response, "chat completion")
         if response.status_code >= 400 or (isinstance(reply, dict) and "choices" not in reply):
             raise failure(response.status_code, reply, CHAT)
-        return self._completion(reply)
+        completion = self._completion(reply)
+        if on_text is not None and not self.streams and completion.content:
+            on_text(completion.content)
+        return completion
 
     def _stream(
         self, body: dict[str, Any], on_text: Callable[[str], None], cancel: threading.Event | None
@@ -252,6 +272,8 @@ class ModelClient:
                     raise ModelError(f"the model server's stream from {where} is not JSON: {exc}") from None
                 if pieces.done or pieces.error is not None:
                     break
+        if pieces.error is None and not pieces.seen:
+            return response, None  # an empty stream: the server could not stream this request
         return response, pieces.error if pieces.error is not None else pieces.reply()
 
     def tokenize(self, text: str) -> int | None:

@@ -49,6 +49,7 @@ class StreamedReply:
     timings: dict[str, Any] | None = None
     error: Any = None
     done: bool = False
+    seen: bool = False  # at least one event arrived
 
     def line(self, text: str) -> None:
         """Read one line of the event stream.
@@ -59,6 +60,7 @@ class StreamedReply:
         if not text.startswith("data:"):
             return  # a comment, an event name, a keep-alive, or the blank line between events
         data = text[5:].strip()
+        self.seen = True
         if data == "[DONE]":
             self.done = True
             return

@@ -99,7 +99,8 @@ def _plain(why: str, kind: type | None, at: str) -> str:
     bound = _BOUND.match(why)
     if bound:
         words = {">=": "at least", ">": "more than", "<=": "at most", "<": "less than"}[bound.group("op")]
-        return f"must be {_WORDS.get(bound.group('want'), bound.group('want'))} that is {words} {bound.group('n')}"
+        noun = _WORDS.get(bound.group("want"), bound.group("want"))
+        return f"must be {noun} that is {words} {bound.group('n')}"
     enum = _ENUM.match(why)
     allowed = _allowed(kind, at) if enum and kind is not None else None
     if enum and allowed:
