@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import click
 
@@ -167,12 +168,11 @@ def down(state: State) -> None:
     Example:
         bxctl down
     """
-    failed = False
-    for role in reversed(roles.ROLES):
-        message = roles.stop(state.layout, role)
-        failed = failed or "still running" in message
+    with ThreadPoolExecutor(max_workers=len(roles.ROLES)) as pool:  # all at once: each waits for its own
+        messages = list(pool.map(lambda role: roles.stop(state.layout, role), reversed(roles.ROLES)))
+    for message in messages:
         click.echo(message)
-    if failed:
+    if any("still running" in message for message in messages):
         raise click.ClickException("some roles did not stop")
 
 

@@ -9,6 +9,7 @@ says how to start it; an `error` reply prints its sentence and runbook entry; a 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ import click
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.messages import Body, BrokerAdmin, BrokerAdminReply, MemoryAdmin, MemoryAdminReply
+
+#: The start of an `invalid-body` error's sentence, which names the message kind (protocol internals).
+_BODY_PREFIX = re.compile(r"^invalid [a-z_]+ body: ")
 
 #: `click.Context.meta` key: True when the command line asked for ``--json`` (set by `JsonErrors`).
 JSON_META = "bxctl.json"
@@ -115,7 +119,9 @@ def request(
     except PeerError as exc:
         if exc.code == "unreachable":
             raise RoleUnreachable(role, path, exc.message) from None
-        raise RoleRefused(exc.message, exc.runbook) from None
+        # the owner reads what was wrong with the argument, not which message carried it
+        message = _BODY_PREFIX.sub("", exc.message) if exc.code == "invalid-body" else exc.message
+        raise RoleRefused(message, exc.runbook) from None
 
 
 def admin(path: Path, command: str, arg: str = "", args: dict[str, Any] | None = None) -> MemoryAdminReply:
@@ -161,7 +167,9 @@ def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
                 json.dumps({"code": code, "text": reply.text, **reply.data}, ensure_ascii=True, indent=2)
             )
         rule = code.removeprefix("refused:")
-        text = reply.text if f"({rule})" in reply.text else f"{code}: {reply.text}"
+        # one form everywhere: "refused:not-found: …" (some replies say "refused (not-found): …")
+        text = reply.text.removeprefix(f"refused ({rule}): ")
+        text = text if f"({rule})" in text else f"{code}: {text}"
         raise RoleRefused(text, printed=as_json)
     if as_json:
         click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))

@@ -367,9 +367,8 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
         if process.poll() is not None:
             if current.running:  # another one already serves this home
                 raise AlreadyRunning(current)
-            raise StartError(
-                f"{role.name} exited with status {process.returncode}:\n{_tail(log_path, offset)}"
-            )
+            said = "\n".join(line.removeprefix("Error: ") for line in _tail(log_path, offset).split("\n"))
+            raise StartError(f"{role.name} exited with status {process.returncode}; its log says:\n{said}")
         time.sleep(0.1)
     raise StartError(f"{role.name} did not answer within {timeout:g} s; see {log_path}")
 

@@ -78,6 +78,11 @@ class SessionView:
         """Whether any epoch read untrusted content."""
         return any(e.untrusted for e in self.epochs)
 
+    @property
+    def damaged(self) -> bool:
+        """Whether an epoch's log cannot be read whole."""
+        return any(e.problem for e in self.epochs)
+
     def data(self) -> dict[str, Any]:
         """As JSON data."""
         return {
@@ -170,6 +175,10 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     state: State = ctx.obj
+    if not state.layout.home.is_dir():
+        raise click.ClickException(
+            f"the home {state.layout.home} does not exist; check --home or $BOXMAKER_HOME"
+        )
     views = [read_session(folder) for folder in session_folders(state.layout.sessions)]
     if as_json:
         click.echo(json.dumps([v.data() for v in views], ensure_ascii=True, indent=2))

@@ -64,7 +64,8 @@ def _journal_text(entry: dict[str, Any]) -> str:
     session = escape_line(str(entry.get("session", "?")))
     who = "the owner" if session == "owner" else f"session {session}"
     fields = [escape_line(str(entry.get(k, "?"))) for k in ("id", "time", "action", "where")]
-    head = f"{fields[0]}  {fields[1]}  {fields[2]} {fields[3]}  by {who}"
+    what = fields[2] if fields[3] in ("", fields[2]) else f"{fields[2]} {fields[3]}"  # not "export export"
+    head = f"{fields[0]}  {fields[1]}  {what}  by {who}"
     if entry.get("untrusted"):
         head += " (untrusted)"
     for key in ("pending", "undoes"):
