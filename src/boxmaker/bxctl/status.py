@@ -93,7 +93,7 @@ def index_check(memoryd: Any) -> Check:
     if "index_ready" not in data:
         return Check("index", False, "unknown: memoryd does not answer")
     if data.get("index") is None:
-        return Check("index", False, "cannot be read (bxctl reindex; runbook: index-damaged)")
+        return Check("index", False, "cannot be read (bxctl reindex; runbook: memory-index-damaged)")
     if not data["index_ready"]:
         return Check("index", False, "catching up with the session logs")
     return Check("index", True, f"caught up ({data['index'].get('records', 0):,} records)")

@@ -345,10 +345,9 @@ class Loop:
         try:
             return self._steps(session, said, control, result)
         except TurnFailed as exc:
-            if result.logged:
-                close_turn(session, exc.code, self.now)
-                exc.tools = result.tools
-                self._finish(session, result)
+            exc.tools = result.tools
+            if result.logged and close_turn(session, exc.code, self.now):
+                self._finish(session, result)  # a closed turn is a finished one: memoryd hears of it
             raise
 
     def _steps(self, session: Session, said: User, control: Control | None, result: TurnResult) -> TurnResult:

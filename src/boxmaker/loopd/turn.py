@@ -150,7 +150,7 @@ def closing_sentence(code: str) -> str:
     return f"I stopped: this turn failed ({code}) before I had an answer. What I had already done is kept."
 
 
-def close_turn(session: Session, code: str, now: Callable[[], dt.datetime]) -> int:
+def close_turn(session: Session, code: str, now: Callable[[], dt.datetime]) -> bool:
     """Close a turn that was cancelled or failed after its owner's message was logged, so the session's
     next request is valid and strictly extends the last one (docs/session-log.md, "A turn that did not
     finish"): a `tool_result` with `unanswered_sentence` for each call of the last assistant record
@@ -158,7 +158,8 @@ def close_turn(session: Session, code: str, now: Callable[[], dt.datetime]) -> i
     `closing_sentence`, and `turn_end`.
 
     Returns:
-        How many calls were left unanswered. A log that cannot be written is logged and left as is.
+        True when the turn is closed; False when its log cannot be written (logged, and left as is: the
+        turn then still ends in its tool calls, and memoryd is not told of it).
     """
     cancelled = code == "cancelled"
     answered = {r.tool_call_id for r in session.records if isinstance(r, ToolResult)}
@@ -174,7 +175,8 @@ def close_turn(session: Session, code: str, now: Callable[[], dt.datetime]) -> i
         session.append(ended)
     except (OSError, SessionError) as exc:
         log.error("session %s: could not close its unfinished turn (%s)", session.id, exc)
-    return len(open_calls)
+        return False
+    return True
 
 
 def full_sentence(session: Session, exc: ContextFull) -> str:

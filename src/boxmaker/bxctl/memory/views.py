@@ -33,7 +33,7 @@ def memory_files(state: State, memory_socket: Path | None, as_json: bool) -> Non
     broken = [
         r
         for r in (rows if isinstance(rows, list) else [])
-        if isinstance(r, dict) and ("problem" in r or r.get("size", 0) > r.get("limit", 1 << 60))
+        if isinstance(r, dict) and ("problem" in r or _over(r.get("size"), r.get("limit")))
     ]
     if broken:
         raise SystemExit(1)  # a file a new session cannot be built from: said above, and exit 1
@@ -52,7 +52,10 @@ def memory_show(state: State, memory_socket: Path | None, as_json: bool) -> None
     """
     path = memory_socket_path(state, memory_socket)
     client.emit(client.admin(path, "show"), as_json)
-    files = client.admin(path, "files").data
+    try:
+        files = client.admin(path, "files").data
+    except click.ClickException:  # the block was shown; the hint is only a hint
+        return
     left = files.get("left_out") if isinstance(files, dict) else None
     if isinstance(left, list) and left:
         click.echo(
@@ -108,3 +111,7 @@ def reindex(state: State, memory_socket: Path | None) -> None:
 
 def _plural(count: int, word: str, many: str = "") -> str:
     return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
+def _over(size: object, limit: object) -> bool:
+    return isinstance(size, int) and isinstance(limit, int) and size > limit
