@@ -50,13 +50,9 @@ def memory_show(state: State, memory_socket: Path | None, as_json: bool) -> None
     Example:
         bxctl memory show
     """
-    path = memory_socket_path(state, memory_socket)
-    client.emit(client.admin(path, "show"), as_json)
-    try:
-        files = client.admin(path, "files").data
-    except click.ClickException:  # the block was shown; the hint is only a hint
-        return
-    left = files.get("left_out") if isinstance(files, dict) else None
+    reply = client.admin(memory_socket_path(state, memory_socket), "show")
+    client.emit(reply, as_json)
+    left = reply.data.get("left_out") if isinstance(reply.data, dict) else None
     if isinstance(left, list) and left:
         click.echo(
             f"[{_plural(len(left), 'entry', 'entries')} left out of the block by the write check: "

@@ -145,7 +145,8 @@ def _file_line(row: dict[str, Any]) -> str:
 def _show(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     del request
     served = block(memory)
-    return MemoryAdminReply(escape(served.text), {"text": served.text})
+    left_out = [{"file": i.file, "rule": i.rule, "entry": i.entry} for i in served.left_out]
+    return MemoryAdminReply(escape(served.text), {"text": served.text, "left_out": left_out})
 
 
 def _search(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
