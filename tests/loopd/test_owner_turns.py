@@ -99,3 +99,25 @@ def test_closing_the_connection_cancels_the_turn(loopd: Path, slow: FakeLlamaSer
         time.sleep(0.1)
     assert b'"type":"turn_end","time"' in log.read_bytes()
     assert b'"reason":"cancelled"' in log.read_bytes()
+
+
+def test_loopd_started_before_its_model_server_learns_the_context_when_it_answers(
+    home: Path, daemon: subprocess.Popen[bytes]
+) -> None:
+    with sockets.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = spawn(write_config(home, f"http://127.0.0.1:{port}"))
+    socket = home / "run" / "owner-loop" / "chat.sock"
+    try:
+        status = wait_ready(process, socket)
+        assert status.detail == f"model: not reachable at http://127.0.0.1:{port}; chat works once it runs"
+        assert status.data["n_ctx"] is None
+        with FakeLlamaServer(n_ctx=2048, slots=2, port=port):
+            reply = wire.call(socket, Chat(text="hello", session="chat-late"), timeout=60)
+            assert isinstance(reply, ChatReply)
+            later = wait_ready(process, socket)
+            assert later.data["n_ctx"] == 2048
+            assert "n_ctx 2,048 per slot" in later.detail
+    finally:
+        assert stop(process) == 0
