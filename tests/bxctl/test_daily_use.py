@@ -124,3 +124,24 @@ def test_a_missing_home_is_said(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--home", str(tmp_path / "no-such-home"), "sessions"])
     assert result.exit_code == 1
     assert "does not exist" in result.output
+
+
+def test_up_says_when_the_chat_template_cannot_take_tools_and_what_answers() -> None:
+    from boxmaker.bxctl import roles
+    from boxmaker.bxctl.model import found_line
+    from fakes.llama_server import FakeLlamaServer
+
+    with FakeLlamaServer(supports_tools=False) as server:
+        url = server.url
+        line = found_line(roles.model_probe(url))
+    assert line.startswith(f"model: llama-server at {url}; n_ctx 4,096 per slot; 2 slots")
+    assert "its chat template cannot take tools" in line
+    assert "--jinja" in line
+    with FakeLlamaServer(degraded=True) as server:
+        line = found_line(roles.model_probe(server.url))
+    assert "an OpenAI-compatible server" in line
+    assert "context not reported" in line
+    assert "models: fake-model-q4_k_m.gguf" in line
+    assert found_line(roles.model_probe("http://127.0.0.1:9")).endswith(
+        "loopd starts and waits for it (chat works once it runs)"
+    )
