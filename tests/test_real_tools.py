@@ -110,11 +110,15 @@ def test_real_tool_calls_are_routed_answered_and_replayed(openai_url: str, home:
         second = bxctl(home, "chat", "--session", "chat-tools", "-m", "What is my cat called?")
         assert second.returncode == 0, second.stderr  # the replay of the first turn is accepted
         seconds = time.monotonic() - started
-        records, _ = read_log(home / "sessions" / "chat-tools" / "0.jsonl")
+        folder = home / "sessions" / "chat-tools"
+        epochs = sorted(int(path.stem) for path in folder.glob("*.jsonl"))
+        # a turn that fills the 4,096-token context goes on in the next epoch (compaction in mid-turn)
+        records = [r for n in epochs for r in read_log(folder / f"{n}.jsonl")[0]]
         calls = [c for r in records if isinstance(r, Assistant) for c in r.tool_calls]
         results = [r for r in records if isinstance(r, ToolResult)]
         print(f"\nreal tool calls: {[(c.name, c.arguments[:80]) for c in calls]}")
-        print(f"results: {[r.content[:80] for r in results]}; two turns in {seconds:.1f} s")
+        print(f"results: {[r.content[:80] for r in results]}")
+        print(f"two turns in {seconds:.1f} s, {len(calls)} calls, {len(epochs)} epoch(s)")
         assert calls, "the model made no tool call (tool_choice auto reached it?)"
         assert all(
             c.id.startswith("call_") and isinstance(c.arguments, str) for c in calls
@@ -125,6 +129,7 @@ def test_real_tool_calls_are_routed_answered_and_replayed(openai_url: str, home:
         users = [i for i, r in enumerate(records) if isinstance(r, User)]
         for start, end in zip(users, [*users[1:], len(records)], strict=True):
             last = [r for r in records[start:end] if isinstance(r, Assistant)][-1]
+            print(f"turn ends: {last.content!r:.120}")
             assert not last.tool_calls  # each turn ends with its reply, or the cap sentence
     finally:
         bxctl(home, "down")
