@@ -153,6 +153,14 @@ def emit_call(ask: Callable[[], MemoryAdminReply | BrokerAdminReply], as_json: b
     emit(ask(), as_json)
 
 
+def refusal_text(code: str, text: str) -> str:
+    """A refusal as the owner reads it, in one form everywhere: ``refused:not-found: <the sentence>``
+    (memoryd's sentences that begin ``refused (not-found): `` lose that beginning, the rest unchanged)."""
+    rule = code.removeprefix("refused:")
+    text = text.removeprefix(f"refused ({rule}): ")
+    return text if f"({rule})" in text else f"{code}: {text}"
+
+
 def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
     """Print a reply: its text, or its data as JSON. A refused command exits 1 with its sentence on
     stderr; with `as_json` it also prints ``{"code": "refused:…", "text": "…", …data}`` on stdout.
@@ -166,11 +174,7 @@ def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
             click.echo(
                 json.dumps({"code": code, "text": reply.text, **reply.data}, ensure_ascii=True, indent=2)
             )
-        rule = code.removeprefix("refused:")
-        # one form everywhere: "refused:not-found: …" (some replies say "refused (not-found): …")
-        text = reply.text.removeprefix(f"refused ({rule}): ")
-        text = text if f"({rule})" in text else f"{code}: {text}"
-        raise RoleRefused(text, printed=as_json)
+        raise RoleRefused(refusal_text(code, reply.text), printed=as_json)
     if as_json:
         click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
     else:
