@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import protocol_helpers
+from boxmaker.bxctl.client import refusal_text
 from boxmaker.memoryd.sentences import capture, dream
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass
@@ -221,7 +222,7 @@ def test_cooling_moves_a_lesson_to_historical_lessons_and_the_owner_warms_it(dre
     assert dreamt.by_id()[ids["old_lesson"]]["cooled"] is False
     again = dreamt.bxctl("memory", "warm", ids["old_lesson"], ok=False)
     assert again.returncode == 1
-    assert dream.cooled_already(ids["old_lesson"], False).sentence in again.stderr
+    assert owner_form(dream.cooled_already(ids["old_lesson"], False)) in again.stderr
     assert [x["action"] for x in dreamt.journal()][-1] == "warm"
 
 
@@ -421,7 +422,7 @@ def test_apply_runs_each_staged_action_with_the_same_checks_and_says_what_happen
     assert items[ids["refuted"]]["status"] == "pending-cleanup"
     again = staged.bxctl("memory", "dream", "apply", session, ok=False)
     assert again.returncode == 1
-    assert dream.dream_closed(session, "applied").sentence in again.stderr
+    assert owner_form(dream.dream_closed(session, "applied")) in again.stderr
     assert any(x["action"] == "dream-apply" for x in staged.journal())
 
 
@@ -436,6 +437,11 @@ def test_discard_closes_a_staged_pass_without_applying_it(staged: Box) -> None:
     assert staged.by_id()[ids["nas_new"]]["status"] == "active"
     unknown = staged.bxctl("memory", "dream", "discard", "job-nope-t1", ok=False)
     assert unknown.returncode == 1
-    assert dream.dream_unknown("job-nope-t1").sentence in unknown.stderr
+    assert owner_form(dream.dream_unknown("job-nope-t1")) in unknown.stderr
     states = [p["state"] for p in json.loads(staged.bxctl("memory", "dream", "show", "--json").stdout)]
     assert states == ["applied", "discarded"]
+
+
+def owner_form(refusal: dream.Refusal) -> str:
+    """A refusal as bxctl prints it (one form everywhere, issue 18)."""
+    return refusal_text(refusal.code, refusal.sentence)

@@ -277,7 +277,7 @@ def test_up_status_memory_commands_down(home: Path) -> None:
         assert run("memory", "note", "-", stdin="The staging server moved to rack 4.").returncode == 0
         evil = run("memory", "note", "x\x1b]8;;https://evil\x07y")
         assert evil.returncode == 1
-        assert "(control)" in evil.stderr
+        assert "refused:control: " in evil.stderr  # one form for every refusal (issue 18)
 
         files = run("memory", "files")
         assert "user.md    23 of 1,375 characters, 1 entry" in files.stdout

@@ -145,13 +145,65 @@ def up(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_up_without_a_model_server_asks_for_n_ctx_and_writes_nothing(home: Path) -> None:
+def test_up_without_a_model_server_starts_every_role_and_loopd_waits_for_it(home: Path) -> None:
     result = up("--model-url", "http://127.0.0.1:9")
-    assert result.returncode == 1
-    assert "no model server answers at http://127.0.0.1:9" in result.stderr
-    assert "--n-ctx" in result.stderr
-    assert not (home / "config" / "loopd.toml").exists()
-    assert not (home / "run" / "memoryd.pid").exists()
+    try:
+        assert result.returncode == 0, result.stderr
+        assert "model: no model server answers at http://127.0.0.1:9" in result.stdout
+        assert "loopd starts and waits for it (chat works once it runs)" in result.stdout
+        config = (home / "config" / "loopd.toml").read_text()
+        assert "# n_ctx = 4096" in config
+        assert "loopd started" in result.stdout
+        status = subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", "status"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "model: not reachable at http://127.0.0.1:9; chat works once it runs" in status.stdout
+        assert status.returncode == 2  # degraded: memory works, the model does not answer yet
+    finally:
+        subprocess.run([sys.executable, "-m", "boxmaker.bxctl", "down"], timeout=60, check=False)
+
+
+def test_up_on_a_home_with_loopd_toml_changes_the_model_keys_in_place(home: Path) -> None:
+    config = home / "config" / "loopd.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        '# mine\n[model]\nurl = "http://127.0.0.1:9"   # the old one\n\n[limits]\nmax_tokens = 99  # keep\n'
+    )
+    with FakeLlamaServer(model_required=True) as server:
+        result = up("--model-url", server.url, "--model", "fake-model-q4_k_m.gguf", "--api-key-env", "BX_KEY")
+        try:
+            assert result.returncode == 0, result.stderr
+            text = config.read_text()
+            assert text.startswith("# mine\n[model]\n")
+            assert "max_tokens = 99  # keep" in text
+            assert f'url = "{server.url}"' in text
+            assert 'name = "fake-model-q4_k_m.gguf"' in text
+            assert 'api_key_env = "BX_KEY"' in text
+            assert f'[model] url: "http://127.0.0.1:9" -> "{server.url}"' in result.stdout
+            assert "[model] name: (not set) -> " in result.stdout
+            shown = subprocess.run(
+                [sys.executable, "-m", "boxmaker.bxctl", "model", "--json"],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert '"name": "fake-model-q4_k_m.gguf"' in shown.stdout
+            chat = subprocess.run(
+                [sys.executable, "-m", "boxmaker.bxctl", "chat", "-m", "hi"],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert chat.returncode == 0, chat.stderr  # the server needs the name, and it is sent
+            assert chat.stdout == "ok: hi\n"
+        finally:
+            subprocess.run([sys.executable, "-m", "boxmaker.bxctl", "down"], timeout=60, check=False)
 
 
 def test_up_refuses_an_n_ctx_the_server_contradicts(home: Path) -> None:

@@ -87,4 +87,5 @@ def test_bad_ids_are_usage_errors(home: Path) -> None:
         assert result.exit_code == 2
         assert "not a session id" in result.output
     assert CliRunner().invoke(cli, ["sessions", "show", "chat-none"]).exit_code == 1
+    home.mkdir(parents=True, exist_ok=True)  # a home that does not exist is said (issue 18)
     assert CliRunner().invoke(cli, ["sessions"]).output == "(no sessions)\n"

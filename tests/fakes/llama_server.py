@@ -8,10 +8,25 @@ llama-server it waits for a busy slot). With ``degraded=True`` it
 is an OpenAI-compatible server without slots instead (like llama-cpp-python's): no ``/props``, ``/slots``
 or ``/tokenize``, no ``timings``, only ``usage``, and the OpenAI-style context error.
 
+It refuses what the real servers refuse, so a regression in loopd's requests fails a plain test: an
+assistant message whose ``content`` is null (llama-cpp-python answers HTTP 500; the fake does so in
+every mode, as strict as the strictest server), a ``tool_choice`` that is not ``"auto"``, ``"none"``,
+``"required"`` or a named function (HTTP 400), a missing or unknown ``model`` when ``model_required`` (as
+Ollama, vLLM and LM Studio do) and a missing bearer token when ``api_key`` is set (HTTP 401). Like
+llama-cpp-python's ``chatml-function-calling``, the degraded server reads a missing ``tool_choice`` as
+``"none"`` (the tools never reach the model); llama-server reads it as ``"auto"``.
+
+``"stream": true`` is answered with server-sent events as llama-server sends them (the degraded server,
+like llama-cpp-python's ``chatml-function-calling``, ends a stream with tools at once, empty)
+(``stream_sample.txt``): a role chunk, content (and ``reasoning_content``) deltas a few tokens each, tool
+calls as an id-and-name delta followed by argument pieces, a chunk with ``finish_reason``, and a last chunk
+with empty ``choices``, ``usage`` and ``timings``; the degraded server sends that usage chunk only when
+``stream_options.include_usage`` is true, and never ``timings``.
+
 Use it as a real HTTP server on 127.0.0.1 (``with FakeLlamaServer() as server: server.url``), or without
 a socket through ``server.transport()`` (an ``httpx.MockTransport`` on the same logic), or as a script::
 
-    python tests/fakes/llama_server.py --port 8080 [--n-ctx 4096] [--slots 2] [--degraded]
+    python tests/fakes/llama_server.py --port 8080 [--n-ctx 4096] [--slots 2] [--degraded] [--tools]
 
 The tokenizer is a regex (``\\w+|[^\\w\\s]``) over a canonical rendering of the tools and the messages, in
 that order, so a request that strictly extends the previous prompt and reply shares their token prefix.
@@ -129,12 +144,16 @@ def default_reply(body: dict[str, Any]) -> FakeReply:
 
 
 _REMEMBER = re.compile(r"\bremember(?:\s+that)?[,:]?\s+(?P<fact>.+)", re.I | re.S)
+_FETCH = re.compile(r"^(?:please\s+)?fetch\s+(?P<url>https?://\S+)", re.I)
+_READ = re.compile(r"^(?:please\s+)?read\s+(?:the\s+file\s+)?(?P<path>/\S+)", re.I)
 
 
 def tool_using_reply(body: dict[str, Any]) -> FakeReply:
     """A default that uses the memory tools the way a tool-capable model would, for demos and manual
-    checks without one (``--tools``): "remember (that) X" adds X to user.md; a question is looked up
-    with `recall`; after a tool result, the reply quotes it; anything else gets ``ok: <text>``."""
+    checks without one (``--tools``): "remember (that) X" adds X to user.md; "fetch URL" and "read
+    /PATH" call `http_fetch` and `read_file` through `call_tool` (so the grants, approvals and untrusted
+    sessions can be tried); a question is looked up with `recall`; after a tool result, the reply quotes
+    it; anything else gets ``ok: <text>``."""
     messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
@@ -145,6 +164,16 @@ def tool_using_reply(body: dict[str, Any]) -> FakeReply:
         fact = remember.group("fact").strip().rstrip(".!") + "."
         return FakeReply(
             tool_calls=[("memory", {"action": "add", "file": "user", "text": fact[0].upper() + fact[1:]})]
+        )
+    fetch = _FETCH.search(text)
+    if fetch:
+        return FakeReply(
+            tool_calls=[("call_tool", {"name": "http_fetch", "arguments": {"url": fetch.group("url")}})]
+        )
+    read = _READ.search(text)
+    if read:
+        return FakeReply(
+            tool_calls=[("call_tool", {"name": "read_file", "arguments": {"path": read.group("path")}})]
         )
     if text.endswith("?"):
         return FakeReply(tool_calls=[("recall", {"query": text[:500], "k": 3})])
@@ -168,7 +197,9 @@ class FakeLlamaServer:
     """The fake llama-server; see the module docstring.
 
     ``delay`` (seconds) is how long each chat completion takes, for tests of concurrency; ``old_status``
-    sends the context error with HTTP 500 as older llama-server builds did.
+    sends the context error with HTTP 500 as older llama-server builds did; ``stream_delay`` (seconds)
+    is the pause between two events of a stream over HTTP; ``model_required`` refuses a request without
+    the fake's model name (Ollama, vLLM, LM Studio); ``api_key`` refuses one without that bearer token.
 
     Attributes:
         requests: (path, parsed JSON body or None) of every request, in order of arrival.
@@ -185,9 +216,15 @@ class FakeLlamaServer:
         *,
         old_status: bool = False,
         delay: float = 0.0,
+        stream_delay: float = 0.0,
+        model_required: bool = False,
+        api_key: str | None = None,
         default: Callable[[dict[str, Any]], FakeReply] = default_reply,
         port: int = 0,
     ) -> None:
+        self.model_required = model_required
+        self.api_key = api_key
+        self.stream_delay = stream_delay
         self.n_ctx = n_ctx
         self.degraded = degraded
         self.supports_tools = supports_tools
@@ -248,8 +285,15 @@ class FakeLlamaServer:
 
         def handle(request: httpx.Request) -> httpx.Response:
             status, reply = self.handle(
-                request.method, request.url.path, request.content, request.url.query.decode("ascii")
+                request.method,
+                request.url.path,
+                request.content,
+                request.url.query.decode("ascii"),
+                dict(request.headers),
             )
+            if isinstance(reply, Stream):
+                data = b"".join(reply.events())
+                return httpx.Response(status, content=data, headers={"content-type": "text/event-stream"})
             return httpx.Response(status, json=reply)
 
         return httpx.MockTransport(handle)
@@ -266,8 +310,11 @@ class FakeLlamaServer:
 
     # The logic -------------------------------------------------------------------------------------
 
-    def handle(self, method: str, path: str, raw: bytes, query: str = "") -> tuple[int, Any]:
-        """Answer one request: (HTTP status, JSON reply); `query` is the URL's query string."""
+    def handle(
+        self, method: str, path: str, raw: bytes, query: str = "", headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
+        """Answer one request: (HTTP status, JSON reply, or a `Stream` of events); `query` is the URL's
+        query string, `headers` the request's headers (lower-case names)."""
         body: Any = None
         if raw:
             try:
@@ -291,7 +338,7 @@ class FakeLlamaServer:
         if (method, path) == ("POST", "/tokenize"):
             return self._tokenize(body)
         if (method, path) == ("POST", "/v1/chat/completions"):
-            return self._chat(body)
+            return self._chat(body, {k.lower(): v for k, v in (headers or {}).items()})
         slot_action = re.fullmatch(r"/slots/(\d+)", path)
         if method == "POST" and slot_action and not self.degraded:
             return self._slot_action(int(slot_action.group(1)), query)
@@ -346,10 +393,53 @@ class FakeLlamaServer:
             return 400, self._error(400, '"content" must be a string', "invalid_request_error")
         return 200, {"tokens": [token_id(t) for t in tokens(body["content"])]}
 
-    def _chat(self, body: Any) -> tuple[int, Any]:
+    def _refusal(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any] | None:
+        """What a real server refuses in a chat request (see the module docstring), else None."""
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return 401, self._error(401, "Invalid API Key", "authentication_error")
+        model = body.get("model")
+        if self.model_required and not model:
+            return 400, self._error(400, "model is required", "invalid_request_error")
+        if self.model_required and model != MODEL:
+            return 404, self._error(
+                404, f'model "{model}" not found, try pulling it first', "not_found_error"
+            )
+        for index, message in enumerate(body["messages"]):
+            if (
+                isinstance(message, dict)
+                and message.get("role") == "assistant"
+                and message.get("content", "") is None
+            ):
+                where = ("body", "messages", index, "ChatCompletionRequestAssistantMessage", "content")
+                detail = {"type": "string_type", "loc": where, "msg": "Input should be a valid string"}
+                return 500, self._error(500, f"1 validation error: {detail}", "internal_server_error")
+        choice = body.get("tool_choice")
+        named = isinstance(choice, dict) and isinstance(choice.get("function"), dict)
+        if choice is not None and choice not in ("auto", "none", "required") and not named:
+            return 400, self._error(400, f"Invalid tool_choice: {choice!r}", "invalid_request_error")
+        if self.degraded and choice == "required" and body.get("tools"):
+            return 500, self._error(500, "AssertionError", "internal_server_error")
+        return None
+
+    def _tools_seen(self, body: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The tools that reach the prompt: none when the template cannot take them, for ``"none"``, and
+        (llama-cpp-python) for a missing ``tool_choice``."""
+        choice = body.get("tool_choice")
+        if not self.supports_tools or choice == "none" or (self.degraded and choice is None):
+            return None
+        tools = body.get("tools")
+        return tools if isinstance(tools, list) else None
+
+    def _chat(self, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return 400, self._error(400, "'messages' is required", "invalid_request_error")
-        tools = body.get("tools") if self.supports_tools else None
+        refused = self._refusal(body, headers)
+        if refused is not None:
+            return refused
+        tools = self._tools_seen(body)
+        if body.get("stream") is True and self.degraded and tools is not None:
+            # llama-cpp-python: "Automatic streaming tool choice is not supported", an empty stream
+            return 200, Stream([], done=False)
         prompt = tokens(render_prompt(body["messages"], tools))
         max_tokens = body.get("max_tokens")
         overflow = self._context_error(len(prompt), max_tokens if isinstance(max_tokens, int) else None)
@@ -360,7 +450,10 @@ class FakeLlamaServer:
         try:
             if self.delay:
                 time.sleep(self.delay)
-            return 200, self._generate(slot, body, prompt)
+            reply = self._generate(slot, body, prompt, tools is not None)
+            if body.get("stream") is True:
+                return 200, Stream(self._chunks(reply, body))
+            return 200, reply
         finally:
             with self._state:
                 slot.processing = False
@@ -417,8 +510,10 @@ class FakeLlamaServer:
             task = self._tasks
         return task, (script if isinstance(script, FakeReply) else script(body))
 
-    def _generate(self, slot: Slot, body: dict[str, Any], prompt: list[str]) -> dict[str, Any]:
+    def _generate(self, slot: Slot, body: dict[str, Any], prompt: list[str], tooled: bool) -> dict[str, Any]:
         task, reply = self._next_reply(body)
+        if not tooled and reply.tool_calls:  # a model that never saw the tools cannot call them
+            reply = FakeReply(content="I have no tools to do that with.", reasoning=reply.reasoning)
         calls = [
             {
                 "type": "function",
@@ -487,6 +582,53 @@ class FakeLlamaServer:
         }
         return reply
 
+    def _chunks(self, reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+        """A whole reply as the chunks of a stream (see the module docstring)."""
+        choice = reply["choices"][0]
+        message = choice["message"]
+        head = {k: reply[k] for k in ("created", "id", "model")} | {"object": "chat.completion.chunk"}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {"choices": [{"finish_reason": finish, "index": 0, "delta": delta}], **head}
+
+        chunks = [chunk({"role": "assistant", "content": None})]
+        for key in ("reasoning_content", "reasoning", "content"):
+            text = message.get(key)
+            pieces = [m.group(0) for m in re.finditer(r"\s*\S+(?:\s+\S+){0,2}\s*", text or "")]
+            chunks += [chunk({key: piece}) for piece in pieces]
+        for index, call in enumerate(message.get("tool_calls", [])):
+            function = call["function"]
+            opening = {"index": index, "id": call["id"], "type": "function"}
+            chunks.append(
+                chunk({"tool_calls": [{**opening, "function": {"name": function["name"], "arguments": ""}}]})
+            )
+            arguments = function["arguments"]
+            for start in range(0, len(arguments), 8):
+                piece = {"index": index, "function": {"arguments": arguments[start : start + 8]}}
+                chunks.append(chunk({"tool_calls": [piece]}))
+        chunks.append(chunk({}, choice["finish_reason"]))
+        options = body.get("stream_options")
+        wants_usage = isinstance(options, dict) and options.get("include_usage") is True
+        if not self.degraded or wants_usage:
+            last = {"choices": [], **head, "usage": reply["usage"]}
+            if "timings" in reply:
+                last["timings"] = reply["timings"]
+            chunks.append(last)
+        return chunks
+
+
+@dataclass
+class Stream:
+    """A streamed reply: its chunks, sent as server-sent events ending with ``data: [DONE]``."""
+
+    chunks: list[dict[str, Any]]
+    done: bool = True  # False: the stream ends without ``data: [DONE]`` (a server that gave up)
+
+    def events(self) -> list[bytes]:
+        """The events' bytes, one per chunk, then the end."""
+        end = [b"data: [DONE]\n\n"] if self.done else []
+        return [f"data: {json.dumps(c)}\n\n".encode() for c in self.chunks] + end
+
 
 def _call_id(task: int, index: int) -> str:
     """A 32-letter id like llama-server's."""
@@ -504,13 +646,34 @@ def _handler_for(server: FakeLlamaServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             path, _, query = self.path.partition("?")
-            status, reply = server.handle(self.command, path, raw, query)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, reply = server.handle(self.command, path, raw, query, headers)
+            if isinstance(reply, Stream):
+                self._stream(status, reply)
+                return
             data = json.dumps(reply).encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _stream(self, status: int, reply: Stream) -> None:
+            """Send the events one by one (chunked), pausing `stream_delay` between them; stop quietly
+            when the client hangs up (as llama-server stops generating)."""
+            self.send_response(status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for event in reply.events():
+                    self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                    self.wfile.flush()
+                    if server.stream_delay:
+                        time.sleep(server.stream_delay)
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                self.close_connection = True
 
         do_GET = _answer
         do_POST = _answer
@@ -529,6 +692,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--degraded", action="store_true", help="an OpenAI-compatible server without slots")
     parser.add_argument("--old-status", action="store_true", help="send the context error with HTTP 500")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds each completion takes")
+    parser.add_argument(
+        "--model-required", action="store_true", help=f"refuse requests without model {MODEL!r} (like Ollama)"
+    )
     parser.add_argument(
         "--tools",
         action="store_true",
@@ -541,6 +708,8 @@ def main(argv: list[str] | None = None) -> int:
         args.slots,
         args.degraded,
         old_status=args.old_status,
+        delay=args.delay,
+        model_required=args.model_required,
         port=args.port,
         default=tool_using_reply if args.tools else default_reply,
     ).start()

@@ -109,10 +109,14 @@ BAD_FILES = [
         'schedule = "0 7 * * *"\nprompt_file = "no-such-prompt.md"\n',
         "prompt_file 'no-such-prompt.md': no such file",
     ),
-    ("mail.toml", GOOD + 'maintenance = "yes"\n', "maintenance: Expected `bool`, got `str`"),
+    ("mail.toml", GOOD + 'maintenance = "yes"\n', "maintenance: must be true or false, not text in quotes"),
     ("mail.toml", 'prompt = "x"\n', "Object missing required field `schedule`"),
-    ("mail.toml", 'schedule = 7\nprompt = "x"\n', "schedule: Expected `str`, got `int`"),
-    ("mail.toml", 'schedule = "0 7 * * *"\nprompt = ["x"]\n', "prompt: Expected `str | null`, got `array`"),
+    ("mail.toml", 'schedule = 7\nprompt = "x"\n', "schedule: must be text in quotes, not a whole number"),
+    (
+        "mail.toml",
+        'schedule = "0 7 * * *"\nprompt = ["x"]\n',
+        "prompt: must be text in quotes or nothing, not a list [...]",
+    ),
     ("mail.toml", 'schedule = "0 7 * * *"\nprompt = ""\n', "prompt is empty"),
     ("mail.toml", 'schedule = "0 7 * * *"\nprompt = "  \\n "\n', "prompt is empty"),
     (

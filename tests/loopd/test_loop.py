@@ -185,14 +185,15 @@ def test_session_updated_after_a_finished_turn(rig: Rig) -> None:
     assert rig.memory.updates == [("chat-one", 1), ("chat-one", 2)]
 
 
-def test_no_session_updated_after_a_turn_ending_in_tool_calls(rig: Rig) -> None:
+def test_session_updated_after_a_turn_closed_in_the_middle_of_its_tool_calls(rig: Rig) -> None:
     rig.server.script(FakeReply(tool_calls=[("clock", {})]))
-    # the second completion fails: the turn ends after its tool calls, unfinished
+    # the second completion fails: the turn is closed after its tool calls (issue 18), and its records
+    # (the call included) are memoryd's to index
     rig.broker.on_call = lambda: setattr(rig.loop, "model", ModelClient("http://127.0.0.1:9", timeout=2.0))
     with pytest.raises(TurnFailed) as failed:
         rig.loop.turn("chat-one", "what time is it")
     assert failed.value.code == "model-unreachable"
-    assert rig.memory.updates == []
+    assert rig.memory.updates == [("chat-one", 1)]
 
 
 def test_tool_calls_go_to_the_broker_and_results_are_logged(rig: Rig) -> None:

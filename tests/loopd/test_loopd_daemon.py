@@ -172,7 +172,7 @@ def test_loopd_starts_before_the_model_server_and_says_so(home: Path) -> None:
     try:
         socket = home / "run" / "owner-loop" / "chat.sock"
         status = wait_ready(process, socket)
-        assert "not answering" in status.detail
+        assert status.detail == "model: not reachable at http://127.0.0.1:9; chat works once it runs"
         with pytest.raises(PeerError) as failed:
             wire.call(socket, Chat(text="hi", session="chat-x"), timeout=60)
         assert failed.value.code in {"model-unreachable", "memory-unavailable"}

@@ -427,7 +427,8 @@ def test_tool_calls_and_reasoning_from_the_fake(
 ) -> None:
     server, client = connect()
     server.script(FakeReply(tool_calls=[("get_weather", {"city": "Paris"})], reasoning="Need the weather."))
-    reply = client.complete(USER, None, 0)
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    reply = client.complete(USER, [weather], 0)
     assert reply.finish_reason == "tool_calls"
     assert reply.reasoning == "Need the weather."
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("get_weather", '{"city": "Paris"}')]

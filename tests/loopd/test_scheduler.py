@@ -79,6 +79,7 @@ def test_heartbeat_every_s_1_fires_on_the_background_slot(home: Path) -> None:
     assert start.slot == 1
     user = next(r for r in records if isinstance(r, User))
     assert user.content == "It is 2026-11-29 12:00 UTC (Sunday).\n\nCheck on things."
+    assert user.speaker == "scheduler"  # the scheduler's words, never the owner's (issue 18)
     assert rig.chat_requests()[-1]["id_slot"] == 1
     sched.tick(START + dt.timedelta(seconds=1.5))  # not again until every_s has passed
     wait_idle(sched)
@@ -129,6 +130,7 @@ def test_a_job_every_minute_fires_once_in_its_minute(home: Path) -> None:
     records = rig.records(session)
     assert records[0].slot == 1
     assert next(r for r in records if isinstance(r, User)).content.endswith("\n\nDo the job.")
+    assert next(r for r in records if isinstance(r, User)).speaker == "job:tidy"
     lines = [json.loads(x) for x in (home / "jobs" / "runs.jsonl").read_text().splitlines()]
     assert [(x["status"], x["session"]) for x in lines] == [("started", session), ("finished", session)]
     assert lines[0]["pid"] == os.getpid()
@@ -296,3 +298,20 @@ def test_a_job_file_broken_while_running_is_a_problem_bxctl_shows(home: Path) ->
     (home / "jobs" / "Bad.toml").unlink()
     sched.tick(START + dt.timedelta(seconds=30))
     assert sched.problem == ""
+
+
+def test_jobs_run_starts_a_run_now_and_refuses_what_it_cannot(home: Path) -> None:
+    from boxmaker.loopd.scheduler import JobNotRun
+
+    rig = rig_with(home)
+    job(home, "tidy", "0 7 * * *")
+    sched = scheduler(rig, home)
+    sched.tick(START)
+    session = sched.run_now("tidy")
+    wait_idle(sched)
+    assert session == f"job-tidy-t{int(START.replace(second=0).timestamp())}"
+    assert next(r for r in rig.records(session) if isinstance(r, User)).speaker == "job:tidy"
+    with pytest.raises(JobNotRun, match="already ran this minute"):
+        sched.run_now("tidy")
+    with pytest.raises(JobNotRun, match="there is no job 'nope'"):
+        sched.run_now("nope")

@@ -681,7 +681,7 @@ def test_a_withdrawn_poisoned_note_never_comes_back_after_reindex(home: Path, da
     withdrawal = row["record"]["withdrawal_id"]
     again = _bxctl(home, "memory", "withdraw", "--item", ident, "--session", "chat-web")
     assert again.returncode != 0
-    assert f"refused (duplicate): already withdrawn as {withdrawal}" in again.stderr + again.stdout
+    assert f"refused:duplicate: already withdrawn as {withdrawal}" in again.stderr + again.stdout
     none = bxctl_ok(home, "memory", "withdraw", "--item", "mem-2026-01-01-001", "--json")
     assert json.loads(none.stdout)["withdrawal"] is None
     assert "no capture" in json.loads(none.stdout)["surfaces"]["memory"]

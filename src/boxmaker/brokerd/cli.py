@@ -19,6 +19,7 @@ ROLE = daemon.Role(
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="boxmaker")
 def cli() -> None:
     """brokerd: decides, runs and audits the agent's tool calls.
 

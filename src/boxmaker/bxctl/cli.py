@@ -6,18 +6,23 @@ Noun groups and verb commands (STYLE 8); the home is resolved once in the group 
 
 from __future__ import annotations
 
-import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
 
 import click
 
 from boxmaker.bxctl import client, roles
+from boxmaker.bxctl import model as model_keys
 from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
 from boxmaker.bxctl.jobs import jobs
+from boxmaker.bxctl.logs import logs
 from boxmaker.bxctl.memory import memory
 from boxmaker.bxctl.memory.views import reindex
 from boxmaker.bxctl.sessions import sessions
 from boxmaker.bxctl.state import State, pass_state
+from boxmaker.bxctl.status import status
 from boxmaker.proto import settings
 from boxmaker.proto.errors import HomeError
 from boxmaker.proto.fsio import ensure_dir
@@ -55,56 +60,95 @@ def cli(ctx: click.Context, home: str | None) -> None:
     show_default=True,
     help="The model server (llama-server or any OpenAI-compatible one); also $BOXMAKER_MODEL_URL.",
 )
+@click.option("--model", "model_name", help='The "model" name to send (Ollama, vLLM and LM Studio need one).')
+@click.option("--api-key-env", help="An environment variable holding the server's API key (never written).")
 @click.option(
     "--n-ctx",
     type=click.IntRange(256, 10_000_000),
-    help="The server's context per slot, when it does not report it (or is not running yet).",
+    help="The server's context per slot, when it does not report it.",
 )
 @click.pass_context
-def up(ctx: click.Context, model_url: str, n_ctx: int | None) -> None:
+def up(
+    ctx: click.Context, model_url: str, model_name: str | None, api_key_env: str | None, n_ctx: int | None
+) -> None:
     """Start memoryd, brokerd and loopd for the home in the background; a no-op for those running.
 
-    Writes each role's config under {home}/config only where none exists. loopd's records the model
-    server's URL and per-slot context, read from the server's /props or /slots. Makes {home}/grants
-    and {home}/jobs for the owner's grant and job files.
+    Says what answers at the model URL. Writes each role's config under {home}/config only where none
+    exists; on a home that has loopd.toml, changes the [model] keys given here in place and says what
+    changed. No model server is needed: loopd waits for it. Makes {home}/grants and {home}/jobs.
 
     \b
     Example:
-        bxctl up --model-url http://127.0.0.1:8080
+        bxctl up
+        bxctl up --model-url http://127.0.0.1:11434 --model qwen2.5:1.5b --n-ctx 8192
+        OPENAI_KEY=... bxctl up --model-url https://host/v1 --model m --api-key-env OPENAI_KEY --n-ctx 32768
     """
     state: State = ctx.obj
-    try:
-        model_url = settings.model_url(model_url)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--model-url (or $BOXMAKER_MODEL_URL)") from None
+    explicit = ctx.get_parameter_source("model_url") not in (None, click.core.ParameterSource.DEFAULT)
+    wanted = _wanted(model_url if explicit else None, model_name, api_key_env, n_ctx)
     try:
         ensure_home(state.layout.home)
         for folder in (state.layout.grants, state.layout.jobs):  # the owner's: made for them, 0700
             ensure_dir(folder)
     except (HomeError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    _loopd_config(
-        state,
-        model_url,
-        n_ctx,
-        explicit=ctx.get_parameter_source("model_url") is not None
-        and ctx.get_parameter_source("model_url") != click.core.ParameterSource.DEFAULT,
-    )
+    path = roles.LOOPD.config(state.layout)
+    existed = path.exists()
+    changes = model_keys.change_existing(path, wanted) if existed else []
+    url = (roles.configured_model_url(path) if existed else None) or wanted.url or model_url
+    probe = roles.model_probe(settings.model_url(url) if _url_ok(url) else url)
+    click.echo(model_keys.found_line(probe))
+    if not existed:
+        model_keys.write_new(state, settings.model_url(model_url), wanted, probe)
+    for line in changes:
+        click.echo(f"changed {path}: {line}")
+    _start_roles(state, restart_loopd=bool(changes))
+    click.echo(f"home: {state.layout.home}")
+
+
+def _wanted(url: str | None, name: str | None, key_env: str | None, n_ctx: int | None) -> model_keys.Wanted:
+    """The model keys given on the command line, checked."""
+    if url is not None:
+        try:
+            url = settings.model_url(url)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--model-url (or $BOXMAKER_MODEL_URL)") from None
+    if name is not None and (not name.strip() or len(name) > 200 or not name.isprintable()):
+        raise click.BadParameter("a model name is 1 to 200 printable characters", param_hint="--model")
+    if key_env is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", key_env):
+            raise click.BadParameter(
+                "the name of an environment variable (letters, digits and _), not the key itself",
+                param_hint="--api-key-env",
+            )
+        if key_env not in os.environ:
+            click.echo(
+                f"note: ${key_env} is not set in this shell; loopd reads the key from it when it starts"
+            )
+    return model_keys.Wanted(url, name, key_env, n_ctx)
+
+
+def _url_ok(url: str) -> bool:
+    try:
+        settings.model_url(url)
+    except ValueError:
+        return False
+    return True
+
+
+def _start_roles(state: State, restart_loopd: bool) -> None:
+    """Start each role that does not answer yet (loopd again when its model keys just changed)."""
     for role in roles.ROLES:
         current = roles.status(state.layout, role)
-        if current.running:
+        if current.running and role is roles.LOOPD and restart_loopd:
+            click.echo(roles.stop(state.layout, role) + " (its model settings changed)")
+        elif current.running:
             click.echo(f"{role.name} already running (pid {current.pid})")
             continue
-        config, written = (
-            roles.write_config(state.layout, role)
-            if role is not roles.LOOPD
-            else (
-                role.config(state.layout),
-                False,
-            )
-        )
-        if written:
-            click.echo(f"wrote {config}")
+        if role is not roles.LOOPD:
+            config, written = roles.write_config(state.layout, role)
+            if written:
+                click.echo(f"wrote {config}")
         try:
             started = roles.start(state.layout, role)
         except roles.AlreadyRunning as exc:
@@ -113,41 +157,6 @@ def up(ctx: click.Context, model_url: str, n_ctx: int | None) -> None:
         except roles.StartError as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(f"{role.name} started (pid {started.pid}): {started.detail}")
-    click.echo(f"home: {state.layout.home}")
-
-
-def _loopd_config(state: State, model_url: str, n_ctx: int | None, explicit: bool) -> None:
-    """Write loopd.toml from what the model server says, unless the owner already has one."""
-    path = roles.LOOPD.config(state.layout)
-    if path.exists():
-        if explicit:
-            click.echo(f"kept {path}: its [model] url is the one loopd uses (edit it to change)")
-        return
-    probe = roles.model_probe(model_url)
-    if not probe.answered and n_ctx is None:
-        raise click.ClickException(
-            f"{probe.detail}; start the model server first (README, 'The model server'), "
-            "or give --n-ctx N to write loopd's config without asking it"
-        )
-    if probe.answered and probe.n_ctx is None and n_ctx is None:
-        raise click.ClickException(
-            f"{probe.detail} does not report its context size; give --n-ctx N (its context per slot)"
-        )
-    if probe.n_ctx is not None and n_ctx is not None and probe.n_ctx != n_ctx:
-        raise click.ClickException(
-            f"{probe.detail} has {probe.n_ctx:,} tokens of context per slot but --n-ctx says {n_ctx:,}; "
-            f"drop --n-ctx or give --n-ctx {probe.n_ctx}"
-        )
-    source = "as the server reported it" if probe.n_ctx else "from --n-ctx"
-    _, written = roles.write_config(
-        state.layout,
-        roles.LOOPD,
-        roles.loopd_config_text(model_url, n_ctx or probe.n_ctx, probe.slots, source),
-    )
-    if written:
-        click.echo(f"wrote {path} ({probe.detail if probe.answered else model_url})")
-    if probe.slots == 1:
-        click.echo("the model server has one slot: live sessions and background work share slot 0")
 
 
 @cli.command(name="down")
@@ -159,37 +168,12 @@ def down(state: State) -> None:
     Example:
         bxctl down
     """
-    failed = False
-    for role in reversed(roles.ROLES):
-        message = roles.stop(state.layout, role)
-        failed = failed or "still running" in message
+    with ThreadPoolExecutor(max_workers=len(roles.ROLES)) as pool:  # all at once: each waits for its own
+        messages = list(pool.map(lambda role: roles.stop(state.layout, role), reversed(roles.ROLES)))
+    for message in messages:
         click.echo(message)
-    if failed:
+    if any("still running" in message for message in messages):
         raise click.ClickException("some roles did not stop")
-
-
-@cli.command(name="status")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-@pass_state
-def status(state: State, as_json: bool) -> None:
-    """Say which roles run for the home; exit 1 when one is down.
-
-    \b
-    Example:
-        bxctl status --json
-    """
-    rows = [roles.status(state.layout, role) for role in roles.ROLES]
-    if as_json:
-        data = {
-            "home": str(state.layout.home),
-            "roles": [{"name": r.name, "running": r.running, "pid": r.pid, "detail": r.detail} for r in rows],
-        }
-        click.echo(json.dumps(data, indent=2))
-    else:
-        for row in rows:
-            click.echo(f"{row.name}: {'running' if row.running else 'down'} - {row.detail}")
-    if not all(r.running for r in rows):
-        raise SystemExit(1)
 
 
 cli.add_command(reindex)
@@ -201,6 +185,9 @@ cli.add_command(approvals)
 cli.add_command(approve)
 cli.add_command(deny)
 cli.add_command(grants)
+cli.add_command(model_keys.model)
+cli.add_command(status)
+cli.add_command(logs)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ says how to start it; an `error` reply prints its sentence and runbook entry; a 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ import click
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.messages import Body, BrokerAdmin, BrokerAdminReply, MemoryAdmin, MemoryAdminReply
+
+#: The start of an `invalid-body` error's sentence, which names the message kind (protocol internals).
+_BODY_PREFIX = re.compile(r"^invalid [a-z_]+ body: ")
 
 #: `click.Context.meta` key: True when the command line asked for ``--json`` (set by `JsonErrors`).
 JSON_META = "bxctl.json"
@@ -41,6 +45,21 @@ class RoleDown(click.ClickException):
     code = "unreachable"
 
 
+#: What the owner can do where memoryd's sentence (written for the model) says "consolidate", an action
+#: of the model's `memory` tool that the owner does not have.
+OWNER_CONSOLIDATE = (
+    "(you can: bxctl memory remove --file FILE TEXT, bxctl memory edit --file FILE TEXT, or edit the file "
+    "under {home}/memory/ by hand, keeping a line holding only § between entries)"
+)
+
+
+def for_owner(text: str) -> str:
+    """`text`, with what the owner can do when it tells them to use consolidate."""
+    if "consolidate" in text and ("use consolidate" in text or "with consolidate" in text):
+        return f"{text}\n{OWNER_CONSOLIDATE}"
+    return text
+
+
 class RoleRefused(click.ClickException):
     """Exit 1: the role answered with an `error` frame, or refused the owner's command."""
 
@@ -48,6 +67,7 @@ class RoleRefused(click.ClickException):
     code = "error"
 
     def __init__(self, message: str, runbook: str = "", *, printed: bool = False) -> None:
+        message = for_owner(message)
         text = message if not runbook else f"{message}\nrunbook: {runbook} (docs/runbook.md)"
         super().__init__(text)
         self.printed = printed
@@ -81,19 +101,27 @@ class JsonErrors(click.Group):
             raise
 
 
-def request(role: str, path: Path, body: Body, timeout: float = 120.0) -> Body:
-    """Send one request and return the reply.
+def request(
+    role: str,
+    path: Path,
+    body: Body,
+    timeout: float = 120.0,
+    on_interim: Callable[[Body], None] | None = None,
+) -> Body:
+    """Send one request and return the reply (`on_interim` gets the frames before it, `wire.call`).
 
     Raises:
         RoleUnreachable: nothing answers at `path`.
         RoleRefused: the role answered with an `error` frame.
     """
     try:
-        return wire.call(path, body, timeout=timeout)
+        return wire.call(path, body, timeout=timeout, on_interim=on_interim)
     except PeerError as exc:
         if exc.code == "unreachable":
             raise RoleUnreachable(role, path, exc.message) from None
-        raise RoleRefused(exc.message, exc.runbook) from None
+        # the owner reads what was wrong with the argument, not which message carried it
+        message = _BODY_PREFIX.sub("", exc.message) if exc.code == "invalid-body" else exc.message
+        raise RoleRefused(message, exc.runbook) from None
 
 
 def admin(path: Path, command: str, arg: str = "", args: dict[str, Any] | None = None) -> MemoryAdminReply:
@@ -125,6 +153,14 @@ def emit_call(ask: Callable[[], MemoryAdminReply | BrokerAdminReply], as_json: b
     emit(ask(), as_json)
 
 
+def refusal_text(code: str, text: str) -> str:
+    """A refusal as the owner reads it, in one form everywhere: ``refused:not-found: <the sentence>``
+    (memoryd's sentences that begin ``refused (not-found): `` lose that beginning, the rest unchanged)."""
+    rule = code.removeprefix("refused:")
+    text = text.removeprefix(f"refused ({rule}): ")
+    return text if f"({rule})" in text else f"{code}: {text}"
+
+
 def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
     """Print a reply: its text, or its data as JSON. A refused command exits 1 with its sentence on
     stderr; with `as_json` it also prints ``{"code": "refused:…", "text": "…", …data}`` on stdout.
@@ -138,10 +174,8 @@ def emit(reply: MemoryAdminReply | BrokerAdminReply, as_json: bool) -> None:
             click.echo(
                 json.dumps({"code": code, "text": reply.text, **reply.data}, ensure_ascii=True, indent=2)
             )
-        rule = code.removeprefix("refused:")
-        text = reply.text if f"({rule})" in reply.text else f"{code}: {reply.text}"
-        raise RoleRefused(text, printed=as_json)
+        raise RoleRefused(refusal_text(code, reply.text), printed=as_json)
     if as_json:
         click.echo(json.dumps(reply.data, ensure_ascii=True, indent=2))
     else:
-        click.echo(reply.text)
+        click.echo(for_owner(reply.text))

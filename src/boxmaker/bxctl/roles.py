@@ -12,6 +12,7 @@ server's URL and per-slot context, which `up` reads from the server (`model_prob
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -62,7 +63,8 @@ LOOPD_CONFIG = """\
 
 [model]
 url = "{url}"
-# name = ""             # the "model" field of requests, for servers that need one
+{name_line}
+{key_line}
 
 [expect]
 {n_ctx_line}
@@ -147,6 +149,8 @@ class ModelProbe:
     n_ctx: int | None
     slots: int | None
     detail: str
+    supports_tools: bool | None = None
+    models: tuple[str, ...] = ()
 
 
 def model_probe(url: str, timeout: float = 5.0) -> ModelProbe:
@@ -154,20 +158,24 @@ def model_probe(url: str, timeout: float = 5.0) -> ModelProbe:
 
     Never raises: a server that does not answer is ``answered=False`` with the reason in `detail`.
     """
-    base = url.rstrip("/")
+    base = url.rstrip("/").removesuffix("/v1")
     n_ctx: int | None = None
     slots: int | None = None
+    tools: bool | None = None
     llama = False
     try:
         with httpx.Client(timeout=timeout) as http:
             props = _json(http.get(f"{base}/props"))
-            if isinstance(props, dict):
+            if isinstance(props, dict) and ("default_generation_settings" in props or "total_slots" in props):
                 llama = True
                 settings = props.get("default_generation_settings")
                 if isinstance(settings, dict) and _positive(settings.get("n_ctx")):
                     n_ctx = settings["n_ctx"]
                 if _positive(props.get("total_slots")):
                     slots = props["total_slots"]
+                caps = props.get("chat_template_caps")
+                if isinstance(caps, dict) and isinstance(caps.get("supports_tools"), bool):
+                    tools = caps["supports_tools"]
             listed = _json(http.get(f"{base}/slots"))
             if isinstance(listed, list) and listed:
                 llama = True
@@ -175,12 +183,39 @@ def model_probe(url: str, timeout: float = 5.0) -> ModelProbe:
                 first = listed[0]
                 if n_ctx is None and isinstance(first, dict) and _positive(first.get("n_ctx")):
                     n_ctx = first["n_ctx"]
-            if not llama:
-                http.get(f"{base}/v1/models")
+            models = _model_names(_json(http.get(f"{base}/v1/models")))
+            kind = "llama-server" if llama else _kind(http, base)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         return ModelProbe(False, False, None, None, f"no model server answers at {base} ({exc})")
-    kind = "llama-server" if llama else "an OpenAI-compatible server"
-    return ModelProbe(True, llama, n_ctx, slots, f"{kind} at {base}")
+    return ModelProbe(True, llama, n_ctx, slots, f"{kind} at {base}", tools, models)
+
+
+def _kind(http: httpx.Client, base: str) -> str:
+    """Which OpenAI-compatible server answers: Ollama says so at ``/api/version``; others are named by
+    their kind only."""
+    version = _json(http.get(f"{base}/api/version"))
+    if isinstance(version, dict) and isinstance(version.get("version"), str):
+        return f"Ollama {version['version']} (it needs --model NAME)"
+    return "an OpenAI-compatible server"
+
+
+def _model_names(listed: object) -> tuple[str, ...]:
+    """The model ids ``/v1/models`` lists."""
+    data = listed.get("data") if isinstance(listed, dict) else None
+    if not isinstance(data, list):
+        return ()
+    return tuple(str(m["id"])[:80] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str))
+
+
+def configured_model_url(config: Path) -> str | None:
+    """``[model] url`` of loopd.toml; None when absent or unreadable."""
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    table = data.get("model")
+    url = table.get("url") if isinstance(table, dict) else None
+    return url if isinstance(url, str) else None
 
 
 def _json(response: httpx.Response) -> object:
@@ -258,13 +293,40 @@ def write_config(layout: Layout, role: Role, text: str | None = None) -> tuple[P
 
 
 def loopd_config_text(
-    url: str, n_ctx: int | None, slots: int | None, source: str = "as the server reported it"
+    url: str,
+    n_ctx: int | None,
+    slots: int | None,
+    source: str = "as the server reported it",
+    *,
+    name: str | None = None,
+    key_env: str | None = None,
 ) -> str:
     """loopd.toml for a model server at `url` with `n_ctx` tokens per slot (`source` says where the
-    number came from) and `slots` slots (one slot: live and background work share slot 0)."""
-    n_ctx_line = f"n_ctx = {n_ctx}          # per slot, {source}" if n_ctx else "# n_ctx = 4096"
+    number came from; None: learnt when the server first answers) and `slots` slots (one slot: live and
+    background work share slot 0), the model `name` to send and the environment variable `key_env`
+    holding an API key (never the key)."""
+    if n_ctx:
+        n_ctx_line = f"n_ctx = {n_ctx}          # per slot, {source}"
+    else:
+        n_ctx_line = "# n_ctx = 4096          # per slot; without it loopd uses what the server reports"
+    name_line = (
+        f"name = {json.dumps(name)}"
+        if name
+        else '# name = ""             # the "model" field, for servers that need one'
+    )
+    key_line = (
+        f"api_key_env = {json.dumps(key_env)}   # the API key is read from this variable, never written here"
+        if key_env
+        else '# api_key_env = ""      # an environment variable holding an API key (the key is never written)'
+    )
     background = 0 if slots == 1 else 1
-    return LOOPD_CONFIG.format(url=url.replace('"', ""), n_ctx_line=n_ctx_line, background=background)
+    return LOOPD_CONFIG.format(
+        url=url.replace('"', ""),
+        n_ctx_line=n_ctx_line,
+        background=background,
+        name_line=name_line,
+        key_line=key_line,
+    )
 
 
 def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
@@ -305,9 +367,8 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
         if process.poll() is not None:
             if current.running:  # another one already serves this home
                 raise AlreadyRunning(current)
-            raise StartError(
-                f"{role.name} exited with status {process.returncode}:\n{_tail(log_path, offset)}"
-            )
+            said = "\n".join(line.removeprefix("Error: ") for line in _tail(log_path, offset).split("\n"))
+            raise StartError(f"{role.name} exited with status {process.returncode}; its log says:\n{said}")
         time.sleep(0.1)
     raise StartError(f"{role.name} did not answer within {timeout:g} s; see {log_path}")
 

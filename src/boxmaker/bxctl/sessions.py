@@ -25,6 +25,7 @@ from boxmaker.proto.records import (
     RecordError,
     SessionStart,
     ToolResult,
+    TurnEnd,
     Usage,
     User,
     read_log,
@@ -76,6 +77,11 @@ class SessionView:
     def untrusted(self) -> bool:
         """Whether any epoch read untrusted content."""
         return any(e.untrusted for e in self.epochs)
+
+    @property
+    def damaged(self) -> bool:
+        """Whether an epoch's log cannot be read whole."""
+        return any(e.problem for e in self.epochs)
 
     def data(self) -> dict[str, Any]:
         """As JSON data."""
@@ -138,19 +144,28 @@ def _check(folder: Path, number: int, records: list[Any], earlier: list[Epoch]) 
 
 
 def session_folders(sessions: Path) -> list[Path]:
-    """Session folders with a valid id, sorted by name."""
+    """Session folders with a valid id, newest first (by their last write), then by name."""
     try:
         entries = sorted(sessions.iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return [p for p in entries if p.is_dir() and is_session_id(p.name) and p.name != OWNER_SESSION]
+    found = [p for p in entries if p.is_dir() and is_session_id(p.name) and p.name != OWNER_SESSION]
+    return sorted(found, key=lambda p: -last_write(p))
+
+
+def last_write(folder: Path) -> float:
+    """When a session last wrote a log (seconds since the epoch; 0 when unreadable)."""
+    try:
+        return max((e.stat().st_mtime for e in folder.iterdir() if e.name.endswith(".jsonl")), default=0.0)
+    except OSError:
+        return 0.0
 
 
 @click.group(name="sessions", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.pass_context
 def sessions(ctx: click.Context, as_json: bool) -> None:
-    """List the sessions: turns, epochs, and whether each has read untrusted content.
+    """List the sessions, newest first: turns, epochs, and whether each has read untrusted content.
 
     \b
     Example:
@@ -160,6 +175,10 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     state: State = ctx.obj
+    if not state.layout.home.is_dir():
+        raise click.ClickException(
+            f"the home {state.layout.home} does not exist; check --home or $BOXMAKER_HOME"
+        )
     views = [read_session(folder) for folder in session_folders(state.layout.sessions)]
     if as_json:
         click.echo(json.dumps([v.data() for v in views], ensure_ascii=True, indent=2))
@@ -195,7 +214,8 @@ def transcript_lines(folder: Path) -> list[str]:
         lines.append(f"-- epoch {number}")
         for record in records:
             if isinstance(record, User):
-                lines.append(f"{record.time} owner: {escape_line(record.content)}")
+                who = escape_line(record.speaker) if record.speaker else "owner"
+                lines.append(f"{record.time} {who}: {escape_line(record.content)}")
             elif isinstance(record, Assistant):
                 if record.content:
                     lines.append(f"{record.time} assistant: {escape_line(record.content)}")
@@ -210,6 +230,9 @@ def transcript_lines(folder: Path) -> list[str]:
                 )
             elif isinstance(record, EpochEnd):
                 lines.append(f"{record.time} compacted; summary: {escape_line(record.summary)}")
+            elif isinstance(record, TurnEnd):
+                how = "was cancelled" if record.reason == "cancelled" else "failed"
+                lines.append(f"{record.time} the turn {how} ({escape_line(record.code)})")
     return lines
 
 
@@ -268,3 +291,48 @@ def show(state: State, session: str, as_json: bool, transcript: bool) -> None:
 
 def _count(number: int, word: str) -> str:
     return f"{number:,} {word}{'' if number == 1 else 's'}"
+
+
+@sessions.command(name="prune")
+@click.option("--job", "job", metavar="NAME", help="Only the runs of this job (default: every job's runs).")
+@click.option(
+    "--keep", type=click.IntRange(0, 100_000), default=20, show_default=True, help="Newest runs kept per job."
+)
+@click.option(
+    "--yes", is_flag=True, help="Erase them (without it, only the list is printed; nothing changes)."
+)
+@click.pass_context
+def prune(ctx: click.Context, job: str | None, keep: int, yes: bool) -> None:
+    """Erase old runs of cron jobs (sessions job-NAME-t...), keeping the newest --keep of each job.
+
+    Runs go through `bxctl memory erase --session` (every holder: logs, index, audit), with the
+    authority `owner-prune`; run it without --yes first to see the plan.
+
+    \b
+    Example:
+        bxctl sessions prune --job morning --keep 5
+        bxctl sessions prune --keep 5 --yes
+    """
+    from boxmaker.bxctl.memory.erase import memory_erase
+
+    state: State = ctx.obj
+    runs: dict[str, list[str]] = {}
+    for folder in session_folders(state.layout.sessions):  # newest first
+        name = _job_of(folder.name)
+        if name is not None and (job is None or name == job):
+            runs.setdefault(name, []).append(folder.name)
+    old = sorted(s for sessions_of_job in runs.values() for s in sessions_of_job[keep:])
+    if not old:
+        click.echo(f"nothing to prune: no job has more than {keep:,} run{'' if keep == 1 else 's'}")
+        return
+    more = " …" if len(old) > 10 else ""
+    click.echo(f"{_count(len(old), 'old job run')}: {', '.join(old[:10])}{more}")
+    ctx.invoke(memory_erase, sessions=tuple(old), authority="owner-prune", yes=yes)
+
+
+def _job_of(session: str) -> str | None:
+    """The job name of a cron run's session id (``job-<name>-t<unix seconds>``), else None."""
+    if not session.startswith("job-"):
+        return None
+    name, sep, stamp = session[4:].rpartition("-t")
+    return name if sep and stamp.isdigit() and name else None

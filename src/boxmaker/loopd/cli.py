@@ -17,6 +17,7 @@ ROLE = daemon.Role("loopd", config.load, server.run, server.StartFailed, quiet=(
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="boxmaker")
 def cli() -> None:
     """loopd: the agent loop, the only role that calls the model.
 

@@ -14,5 +14,6 @@ class Code:
     BAD_REPLY: Final = "refused:bad-reply"
     BROKERD_UNREACHABLE: Final = "refused:brokerd-unreachable"
     INVALID_ARGUMENTS: Final = "refused:invalid-arguments"
+    JOB_NOT_RUN: Final = "refused:job-not-run"
     JOBS_INVALID: Final = "refused:jobs-invalid"
     UNKNOWN_COMMAND: Final = "refused:unknown-command"

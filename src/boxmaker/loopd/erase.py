@@ -288,7 +288,8 @@ def execute(loop: Loop, request: Request, model: ModelClient, info: ServerInfo |
     holders.append(model_holder)
     if why:
         reasons[MODEL_HOLDER] = why
-    log.info("erasure %s: %d sessions deleted", request.erasure_id, len(request.sessions))
+    count = len(request.sessions)
+    log.info("erasure %s: %d session%s deleted", request.erasure_id, count, "" if count == 1 else "s")
     return {"holders": holders, "reasons": reasons}
 
 

@@ -6,9 +6,11 @@ and asks again. Every request of a session strictly extends the previous one (pr
 model server's slot cache is reused. A turn that reaches `tool_calls_per_turn` ends with a reply to the
 owner saying so, never a silent hang (hermes #42405).
 
-The owner's message is logged only once the model has answered it, so a failed turn (model down, the
-context full) leaves the log as it was. After a finished turn memoryd hears `session_updated`, best
-effort; not after a turn that stopped in the middle of its tool calls.
+The owner's message is logged only once the model has answered it, so a turn that fails at its first
+request (model down, the context full) leaves the log as it was. A turn that fails or is cancelled later
+is closed (`turn.close_turn`: a result for each unanswered call, loopd's closing sentence, `turn_end`),
+so a failure never poisons its session: the next turn's request is valid and strictly extends the
+last. After a turn memoryd hears `session_updated`, best effort.
 
 `Loop` runs a turn's steps in order and compacts between them; the steps themselves (the model request,
 a tool call, the records they log) and what a turn ends with are in `boxmaker.loopd.turn`, the sessions
@@ -39,11 +41,13 @@ from boxmaker.loopd.trigger import compaction_due
 from boxmaker.loopd.turn import (
     SURROGATE,
     CompactFailed,
+    Control,
     Model,
     TurnFailed,
     TurnResult,
     call_tool,
     cap_sentence,
+    close_turn,
     complete,
     full_sentence,
     log_reply,
@@ -174,14 +178,24 @@ class Loop:
 
     # Turns -------------------------------------------------------------------------------------------
 
-    def turn(self, session_id: str | None, text: str, background: bool = False) -> TurnResult:
+    def turn(
+        self,
+        session_id: str | None,
+        text: str,
+        background: bool = False,
+        *,
+        speaker: str | None = None,
+        control: Control | None = None,
+    ) -> TurnResult:
         """Run one turn: the owner's `text` in `session_id` (None: a new chat session; an unknown id
         starts that session). A session started with `background` runs on the background slot (the
-        scheduler's sessions); a session keeps the slot it started with.
+        scheduler's sessions); a session keeps the slot it started with. `speaker` is recorded on the
+        `user` record when the text is not the owner's (``scheduler``, ``job:<name>``); `control`
+        streams the reply and can cancel the turn.
 
         Raises:
-            TurnFailed: with a code and runbook entry (see the class). Other turns of the same
-                session wait for this one.
+            TurnFailed: with a code and runbook entry (see the class); `TurnCancelled` when cancelled.
+                Other turns of the same session wait for this one.
         """
         if session_id is None:
             session_id = self.new_id()
@@ -193,7 +207,11 @@ class Loop:
             raise TurnFailed(
                 "invalid-text", "the message is not valid Unicode (it holds a lone surrogate)", ""
             )
+        if control is not None:
+            control.doing = "the session's previous turn"
         with self.open_sessions.lock(session_id):
+            if control is not None:
+                control.doing = "its start (a compaction, when one is due)"
             fresh = not Session.started(self.sessions, session_id)
             try:
                 session = self._session(session_id, background)
@@ -201,7 +219,7 @@ class Loop:
                 raise TurnFailed(exc.code, str(exc), exc.runbook) from None
             self._compact_if_due(session)
             try:
-                return self._run(session, text)
+                return self._run(session, User(time="", content=text, speaker=speaker), control)
             except TurnFailed:
                 self.scrub_erased(session)  # what the failed turn logged, too
                 if fresh and len(session.records) == 1:
@@ -321,16 +339,27 @@ class Loop:
         did not fit the epoch a compaction just began, is not helped by another compaction."""
         return any(isinstance(r, User) for r in session.records)
 
-    def _run(self, session: Session, text: str) -> TurnResult:
-        cap = self.settings.tool_calls_per_turn
-        user: User | None = User(time=format_time(self.now()), content=text)
-        messages = [*session.messages(), {"role": "user", "content": text}]
+    def _run(self, session: Session, said: User, control: Control | None) -> TurnResult:
+        """The turn's steps; a failure after the owner's message was logged closes the turn first."""
         result = TurnResult(session.id, session.turns + 1, "")
+        try:
+            return self._steps(session, said, control, result)
+        except TurnFailed as exc:
+            exc.tools = result.tools
+            if result.logged and close_turn(session, exc.code, self.now):
+                self._finish(session, result)  # a closed turn is a finished one: memoryd hears of it
+            raise
+
+    def _steps(self, session: Session, said: User, control: Control | None, result: TurnResult) -> TurnResult:
+        cap = self.settings.tool_calls_per_turn
+        text = said.content
+        user: User | None = User(time=format_time(self.now()), content=text, speaker=said.speaker)
+        messages = [*session.messages(), {"role": "user", "content": text}]
         calls = 0
         retried = False
         while True:
             try:
-                completion = complete(self.model, session, messages, self.settings.max_tokens)
+                completion = complete(self.model, session, messages, self.settings.max_tokens, control)
             except ContextFull as exc:
                 if retried or not self._worth_compacting(session):
                     raise TurnFailed("session_full", full_sentence(session, exc), "session-full") from None
@@ -352,6 +381,7 @@ class Loop:
             if user is not None:
                 session.append(user)
                 user = None
+                result.logged = True
             log_reply(session, completion, self.now)
             if not completion.tool_calls:
                 result.reply = completion.content or ""
@@ -364,6 +394,9 @@ class Loop:
                     log_result(session, call, call.name, not_run_sentence(cap), NO_DATA, now=self.now)
                     continue
                 calls += 1
+                if control is not None:
+                    control.check(session.id)
+                    control.doing = f"the tool {call.name[:64]}"
                 result.tools.append(call_tool(self.broker, session, call, self.now))
             if capped:
                 result.reply = cap_sentence(cap)

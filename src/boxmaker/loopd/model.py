@@ -6,8 +6,11 @@ beside it; this module reads exactly those shapes:
 - ``GET /props`` → ``default_generation_settings.n_ctx`` (the PER-SLOT context), ``total_slots``,
   ``chat_template_caps.supports_tools``; ``GET /slots`` → ``[{"id", "n_ctx", "is_processing"}, ...]``.
   Servers without them (Ollama, vLLM, llama-cpp-python, LM Studio) answer 404 and are still fine.
-- ``POST /v1/chat/completions`` (non-streaming). ``id_slot`` pins a slot and ``cache_prompt`` keeps its
-  prompt cache; both are sent only when a slot is given. The reply's ``timings`` (llama-server only) give
+- ``POST /v1/chat/completions``, plain or streamed (``boxmaker.loopd.stream``), with ``tool_choice:
+  "auto"`` whenever tools are sent (llama-cpp-python reads a missing one as "none"), the ``model`` name
+  when configured (Ollama, vLLM and LM Studio need it) and a bearer token when one is configured.
+  ``id_slot`` pins a slot and ``cache_prompt`` keeps its prompt cache; both are sent only when a slot is
+  given. The reply's ``timings`` (llama-server only) give
   ``cache_n``, ``prompt_n`` and ``predicted_n`` in tokens; other servers give only ``usage``.
 - The context-size error is recognised by its type, never by its HTTP status: llama-server's
   ``error.type == "exceed_context_size_error"`` (HTTP 400, 500 on older builds) and the OpenAI-style
@@ -20,83 +23,55 @@ The errors, and when each is raised::
     └── ModelError            the server answered, but not with a usable reply (HTTP status and the
         │                     server's message, a reply that is not JSON, a field missing or mistyped)
         ├── ModelUnreachable  no connection: refused, reset, DNS failure, connect timeout (names the URL)
-        └── ContextFull       the prompt does not fit the slot's context (code "session_full")
+        ├── ContextFull       the prompt does not fit the slot's context (code "session_full")
+        └── RequestCancelled  the caller cancelled the request (the owner's Ctrl-C); it was abandoned
 
 A reply cut by the token limit (``finish_reason: "length"``) is not an error: it is returned as is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
-import re
+import logging
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from boxmaker.proto.errors import BoxmakerError
+from boxmaker.loopd.replies import (
+    ContextFull,
+    ModelError,
+    ModelUnreachable,
+    RequestCancelled,
+    count,
+    counts,
+    failure,
+    field,
+    optional,
+    read_json,
+    reason,
+)
+from boxmaker.loopd.stream import StreamedReply
 from boxmaker.proto.records import ToolCall
+
+#: The chat endpoint.
+CHAT = "/v1/chat/completions"
+#: Said once when a server cannot stream a request.
+NO_STREAM = (
+    "the model server ended a streamed reply without sending anything (llama-cpp-python cannot stream "
+    "tool calls); replies are asked whole from now on and shown when they are complete"
+)
+
+log = logging.getLogger("boxmaker.loopd")
 
 #: Statuses that mean "this server has no such endpoint" (llama-server answers 501 for a disabled /slots).
 ABSENT = frozenset({404, 405, 501})
 #: How long to wait for a TCP connection, in seconds, whatever the overall timeout.
 CONNECT_TIMEOUT = 10.0
-#: Messages that say the context is exceeded, in the OpenAI style (llama-cpp-python, vLLM) and llama's.
-CONTEXT_MESSAGE = re.compile(
-    r"maximum context length|exceeds? the (available )?context|context (length|size|window) (is )?exceeded",
-    re.IGNORECASE,
-)
-
-
-# Errors --------------------------------------------------------------------------------------------
-
-
-class ModelError(BoxmakerError):
-    """Raised when the model server answers, but not with a usable reply.
-
-    Attributes:
-        code: stable machine-read code ("model-error").
-        message: the sentence, which says what failed.
-    """
-
-    code = "model-error"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class ModelUnreachable(ModelError):
-    """Raised when no connection to the model server could be made or kept; the sentence names the URL."""
-
-    code = "model-unreachable"
-
-    def __init__(self, url: str, why: str) -> None:
-        super().__init__(f"cannot reach the model server at {url}: {why}")
-        self.url = url
-
-
-class ContextFull(ModelError):
-    """Raised when the prompt does not fit the slot's context; the session must be compacted.
-
-    Attributes:
-        n_prompt: the prompt's size in tokens, when the server said it.
-        n_ctx: the slot's context size in tokens, when the server said it.
-    """
-
-    code = "session_full"
-
-    def __init__(self, n_prompt: int | None, n_ctx: int | None, detail: str = "") -> None:
-        prompt = f" ({n_prompt:,} tokens)" if n_prompt is not None else ""
-        context = f" ({n_ctx:,} tokens)" if n_ctx is not None else ""
-        sentence = f"the prompt{prompt} does not fit the model's context{context}"
-        if n_prompt is None and n_ctx is None and detail:
-            sentence += f": {detail}"
-        super().__init__(sentence)
-        self.n_prompt = n_prompt
-        self.n_ctx = n_ctx
 
 
 # Values --------------------------------------------------------------------------------------------
@@ -181,6 +156,8 @@ class ModelClient:
         self._guard = threading.Lock()
         self._slot_locks: dict[int | None, threading.Lock] = {}
         self._call_numbers = itertools.count(1)
+        #: False once the server ended a stream without an event: its replies are asked plainly.
+        self.streams = True
 
     def server_info(self) -> ServerInfo:
         """Ask ``GET /props``, then ``GET /slots``.
@@ -197,8 +174,8 @@ class ModelClient:
         if isinstance(props, dict) and ("default_generation_settings" in props or "total_slots" in props):
             llama = True
             settings = props.get("default_generation_settings")
-            n_ctx = _count(settings.get("n_ctx")) if isinstance(settings, dict) else None
-            total = _count(props.get("total_slots"))
+            n_ctx = count(settings.get("n_ctx")) if isinstance(settings, dict) else None
+            total = count(props.get("total_slots"))
             caps = props.get("chat_template_caps")
             supports = caps.get("supports_tools") if isinstance(caps, dict) else None
             tools = supports if isinstance(supports, bool) else None
@@ -206,7 +183,7 @@ class ModelClient:
             llama = True
             total = len(slots)
             if n_ctx is None and slots:
-                n_ctx = _count(slots[0].get("n_ctx"))
+                n_ctx = count(slots[0].get("n_ctx"))
         return ServerInfo(n_ctx=n_ctx, slots=total, supports_tools=tools, llama=llama)
 
     def complete(
@@ -215,40 +192,98 @@ class ModelClient:
         tools: list[dict[str, Any]] | None,
         slot: int | None,
         max_tokens: int | None = None,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> Completion:
-        """Ask ``POST /v1/chat/completions`` (non-streaming) for the next assistant message.
+        """Ask ``POST /v1/chat/completions`` for the next assistant message.
 
         With ``slot`` given the body carries ``"id_slot": slot`` and ``"cache_prompt": true``; with None
-        neither is sent. Requests on the same slot (None counts as one slot) wait for each other.
+        neither is sent. Requests on the same slot (None counts as one slot) wait for each other. With
+        `on_text` the reply is streamed and each piece of its text is handed to `on_text` as it comes;
+        with `cancel`, setting it abandons the request (`RequestCancelled` at once; the exchange itself
+        ends in the background at its next piece, keeping the slot's order).
 
-        Raises ContextFull when the prompt does not fit, ModelUnreachable without a connection, and
-        ModelError for any other failure or an unusable reply.
+        Raises ContextFull when the prompt does not fit, ModelUnreachable without a connection,
+        RequestCancelled when cancelled, and ModelError for any other failure or an unusable reply.
         """
-        body: dict[str, Any] = {"messages": messages, "stream": False}
+        body: dict[str, Any] = {"messages": messages, "stream": on_text is not None}
         if self.model is not None:
             body["model"] = self.model
         if tools:
             body["tools"] = tools
+            body["tool_choice"] = "auto"  # llama-cpp-python reads a missing one as "none"
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         if slot is not None:
             body["id_slot"] = slot
             body["cache_prompt"] = True
+        if on_text is not None:
+            body["stream_options"] = {"include_usage": True}
+        if cancel is None:
+            return self._exchange(body, slot, on_text, None)
+        return _abandonable(lambda: self._exchange(body, slot, on_text, cancel), cancel)
+
+    def _exchange(
+        self,
+        body: dict[str, Any],
+        slot: int | None,
+        on_text: Callable[[str], None] | None,
+        cancel: threading.Event | None,
+    ) -> Completion:
+        """One chat completion on its slot, streamed when asked and the server can (a server that
+        ends a stream without a single event, as llama-cpp-python does for tools with
+        ``chatml-function-calling``, is asked plainly from then on, and its text handed on whole)."""
         with self._slot_lock(slot):
-            response = self._send("POST", "/v1/chat/completions", body)
-        reply = _json(response, "chat completion")
+            reply: Any = None
+            if on_text is not None and self.streams:
+                response, reply = self._stream(body, on_text, cancel)
+                if reply is None:
+                    self.streams = False
+                    log.warning("%s: %s", self.url, NO_STREAM)
+            if reply is None:
+                plain = {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}
+                response = self._send("POST", CHAT, plain)
+                reply = read_json(response, "chat completion")
         if response.status_code >= 400 or (isinstance(reply, dict) and "choices" not in reply):
-            raise _failure(response.status_code, reply, "/v1/chat/completions")
-        return self._completion(reply)
+            raise failure(response.status_code, reply, CHAT)
+        completion = self._completion(reply)
+        if on_text is not None and not self.streams and completion.content:
+            on_text(completion.content)
+        return completion
+
+    def _stream(
+        self, body: dict[str, Any], on_text: Callable[[str], None], cancel: threading.Event | None
+    ) -> tuple[httpx.Response, Any]:
+        """Send a streamed request; return the response and the reply joined into the plain shape (or
+        the error body: a server refuses a streamed request with plain JSON)."""
+        where = f"{self.url}{CHAT}"
+        with _transport_errors(where, self.timeout), self._http.stream("POST", CHAT, json=body) as response:
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                response.read()
+                return response, read_json(response, "chat completion")
+            pieces = StreamedReply(on_text)
+            for line in response.iter_lines():
+                if cancel is not None and cancel.is_set():
+                    raise RequestCancelled()
+                try:
+                    pieces.line(line)
+                except ValueError as exc:
+                    raise ModelError(f"the model server's stream from {where} is not JSON: {exc}") from None
+                if pieces.done or pieces.error is not None:
+                    break
+        if pieces.error is None and not pieces.seen:
+            return response, None  # an empty stream: the server could not stream this request
+        return response, pieces.error if pieces.error is not None else pieces.reply()
 
     def tokenize(self, text: str) -> int | None:
         """How many tokens ``text`` is (``POST /tokenize``); None when the server has no /tokenize."""
         response = self._send("POST", "/tokenize", {"content": text})
         if response.status_code in ABSENT:
             return None
-        reply = _json(response, "tokenize")
+        reply = read_json(response, "tokenize")
         if response.status_code >= 400:
-            raise _failure(response.status_code, reply, "/tokenize")
+            raise failure(response.status_code, reply, "/tokenize")
         tokens = reply.get("tokens") if isinstance(reply, dict) else None
         if not isinstance(tokens, list):
             raise ModelError("the model server's /tokenize reply has no list `tokens`")
@@ -274,9 +309,9 @@ class ModelClient:
             try:
                 response = self._http.request("POST", path, timeout=wait)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.NetworkError) as exc:
-                raise ModelUnreachable(f"{self.url}{path}", _reason(exc)) from exc
+                raise ModelUnreachable(f"{self.url}{path}", reason(exc)) from exc
             except httpx.HTTPError as exc:
-                return f"slot {slot}: {_reason(exc)}"
+                return f"slot {slot}: {reason(exc)}"
         finally:
             lock.release()
         if response.status_code == 200:
@@ -301,17 +336,9 @@ class ModelClient:
 
     def _send(self, method: str, path: str, body: dict[str, Any] | None) -> httpx.Response:
         """One HTTP exchange; transport failures become ModelUnreachable or ModelError."""
-        where = f"{self.url}{path}"
-        try:
+        with _transport_errors(f"{self.url}{path}", self.timeout):
             return self._http.request(method, path, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ModelUnreachable(where, _reason(exc)) from exc
-        except httpx.TimeoutException as exc:
-            raise ModelError(f"the model server at {where} did not answer within {self.timeout:g} s") from exc
-        except httpx.NetworkError as exc:
-            raise ModelUnreachable(where, _reason(exc)) from exc
-        except httpx.HTTPError as exc:
-            raise ModelError(f"the exchange with the model server at {where} failed: {_reason(exc)}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover (the context manager re-raises)
 
     def _probe(self, path: str) -> Any:
         """GET an optional endpoint; None when it is absent or does not answer JSON."""
@@ -324,19 +351,19 @@ class ModelClient:
             return None
 
     def _completion(self, reply: Any) -> Completion:
-        choices = _field(reply, "choices", list, "reply")
+        choices = field(reply, "choices", list, "reply")
         if not choices:
             raise ModelError("the model server's reply has an empty `choices`")
         choice = choices[0]
-        message = _field(choice, "message", dict, "choices[0]")
-        finish = _field(choice, "finish_reason", str, "choices[0]")
-        content = _optional(message, "content", str, "message")
-        reasoning = _optional(message, "reasoning_content", str, "message")
+        message = field(choice, "message", dict, "choices[0]")
+        finish = field(choice, "finish_reason", str, "choices[0]")
+        content = optional(message, "content", str, "message")
+        reasoning = optional(message, "reasoning_content", str, "message")
         if reasoning is None:
-            reasoning = _optional(message, "reasoning", str, "message")
-        calls = _optional(message, "tool_calls", list, "message") or []
+            reasoning = optional(message, "reasoning", str, "message")
+        calls = optional(message, "tool_calls", list, "message") or []
         tool_calls = [self._tool_call(call, i) for i, call in enumerate(calls)]
-        prompt_n, cache_n, predicted_n, timed = _counts(reply)
+        prompt_n, cache_n, predicted_n, timed = counts(reply)
         return Completion(
             content=content,
             reasoning=reasoning,
@@ -350,8 +377,8 @@ class ModelClient:
 
     def _tool_call(self, call: Any, index: int) -> ToolCall:
         where = f"message.tool_calls[{index}]"
-        function = _field(call, "function", dict, where)
-        name = _field(function, "name", str, f"{where}.function")
+        function = field(call, "function", dict, where)
+        name = field(function, "name", str, f"{where}.function")
         arguments = function.get("arguments")
         if isinstance(arguments, dict):  # some servers send an object; keep it as the JSON string
             arguments = json.dumps(arguments, ensure_ascii=False)
@@ -365,97 +392,42 @@ class ModelClient:
         return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
-# Reading replies -----------------------------------------------------------------------------------
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc)
-    if "refused" in text.lower():
-        return "connection refused"
-    return text or type(exc).__name__
-
-
-def _json(response: httpx.Response, what: str) -> Any:
-    """The response's JSON; ModelError with the status when it is not JSON."""
+@contextlib.contextmanager
+def _transport_errors(where: str, timeout: float) -> Iterator[None]:
+    """Turn httpx's transport failures into ModelUnreachable or ModelError naming `where`."""
     try:
-        return response.json()
-    except ValueError:
-        snippet = response.text[:200].strip()
-        status = f"HTTP {response.status_code}"
-        raise ModelError(f"the model server's {what} reply ({status}) is not JSON: {snippet!r}") from None
+        yield
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise ModelUnreachable(where, reason(exc)) from exc
+    except httpx.TimeoutException as exc:
+        raise ModelError(f"the model server at {where} did not answer within {timeout:g} s") from exc
+    except httpx.NetworkError as exc:
+        raise ModelUnreachable(where, reason(exc)) from exc
+    except httpx.HTTPError as exc:
+        raise ModelError(f"the exchange with the model server at {where} failed: {reason(exc)}") from exc
 
 
-def _failure(status: int, reply: Any, path: str) -> ModelError:
-    """The error for a failed request: ContextFull when its type says so, else ModelError."""
-    error = reply.get("error") if isinstance(reply, dict) else None
-    if isinstance(error, dict):
-        message = error.get("message")
-        text = message if isinstance(message, str) else json.dumps(error)[:300]
-        kinds = {error.get("type"), error.get("code")}
-        if "exceed_context_size_error" in kinds:
-            return ContextFull(_count(error.get("n_prompt_tokens")), _count(error.get("n_ctx")), text)
-        if "context_length_exceeded" in kinds or CONTEXT_MESSAGE.search(text):
-            return _openai_context_full(text)
-    elif isinstance(error, str):
-        text = error
-        if CONTEXT_MESSAGE.search(text):
-            return _openai_context_full(text)
-    else:
-        text = json.dumps(reply)[:300]
-    if status < 400:
-        return ModelError(f"the model server's {path} reply has no `choices`: {text}")
-    return ModelError(f"the model server answered HTTP {status} to {path}: {text}")
+def _abandonable(exchange: Callable[[], Completion], cancel: threading.Event) -> Completion:
+    """Run `exchange` on its own thread and wait for it, or for `cancel`: then raise RequestCancelled
+    at once and leave the exchange to end by itself (it checks `cancel` at each piece it reads)."""
+    outcome: list[Completion | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(exchange())
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, name="model-request", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        if cancel.wait(0.05):
+            raise RequestCancelled()
+        worker.join(0.05)
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
-def _openai_context_full(text: str) -> ContextFull:
-    """ContextFull from an OpenAI-style sentence ("maximum context length is 4096 tokens ... (6009 in
-    the messages, ...)"); the numbers are None when the sentence does not give them."""
-    n_ctx = re.search(r"context length (?:is|of) ([0-9]+)", text)
-    n_prompt = re.search(r"([0-9]+) in the messages", text) or re.search(r"has ([0-9]+) input tokens", text)
-    return ContextFull(
-        int(n_prompt.group(1)) if n_prompt else None,
-        int(n_ctx.group(1)) if n_ctx else None,
-        text,
-    )
-
-
-def _counts(reply: dict[str, Any]) -> tuple[int, int, int, bool]:
-    """(prompt_n, cache_n, predicted_n, timings) from ``timings``, else from ``usage``."""
-    timings = reply.get("timings")
-    if timings is not None:
-        prompt_n = _field(timings, "prompt_n", int, "timings")
-        cache_n = _field(timings, "cache_n", int, "timings")
-        predicted_n = _field(timings, "predicted_n", int, "timings")
-        return prompt_n, cache_n, predicted_n, True
-    usage = _field(reply, "usage", dict, "reply")
-    prompt_tokens = _field(usage, "prompt_tokens", int, "usage")
-    completion_tokens = _field(usage, "completion_tokens", int, "usage")
-    details = _optional(usage, "prompt_tokens_details", dict, "usage") or {}
-    cached = _optional(details, "cached_tokens", int, "usage.prompt_tokens_details") or 0
-    return max(prompt_tokens - cached, 0), cached, completion_tokens, False
-
-
-def _field(value: Any, name: str, kind: type, where: str) -> Any:
-    """``value[name]``, which must be a ``kind``; ModelError naming the field otherwise."""
-    if not isinstance(value, dict):
-        raise ModelError(f"the model server's reply has no object `{where}`")
-    if name not in value or value[name] is None:
-        raise ModelError(f"the model server's reply has no `{where}.{name}`")
-    item = value[name]
-    if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
-        raise ModelError(f"the model server's reply has a mistyped `{where}.{name}` ({item!r:.60})")
-    return item
-
-
-def _optional(value: dict[str, Any], name: str, kind: type, where: str) -> Any:
-    """``value[name]`` when present and not null; ModelError when it has the wrong type."""
-    if value.get(name) is None:
-        return None
-    return _field(value, name, kind, where)
-
-
-def _count(value: Any) -> int | None:
-    """A positive count from a server's self-description, else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
+__all__ = ["ContextFull", "ModelError", "ModelUnreachable", "RequestCancelled"]

@@ -32,6 +32,7 @@ from boxmaker.loopd.jobs import Job, JobsInvalid, Ledger, due_minutes, load_jobs
 from boxmaker.loopd.loop import Loop, utc_now
 from boxmaker.loopd.slots import Priority, priority
 from boxmaker.loopd.turn import TurnFailed
+from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.records import format_time
 
 log = logging.getLogger("boxmaker.loopd")
@@ -45,6 +46,10 @@ def time_line(moment: dt.datetime) -> str:
     """The line that opens every scheduled turn: ``It is 2026-11-29 16:05 UTC (Sunday).``"""
     moment = moment.astimezone(dt.UTC)
     return f"It is {moment:%Y-%m-%d %H:%M} UTC ({moment:%A})."
+
+
+class JobNotRun(BoxmakerError):
+    """Raised when ``bxctl jobs run NAME`` cannot start a run; the sentence says why."""
 
 
 class Scheduler:
@@ -167,10 +172,31 @@ class Scheduler:
         thread = threading.Thread(target=self._run_job, args=(job, minute, session, text), daemon=True)
         thread.start()
 
+    def run_now(self, name: str) -> str:
+        """Start a run of job `name` now, in the background (``bxctl jobs run``); its session id.
+
+        Raises:
+            JobNotRun: no such job, a run of it is still busy, or it already ran this minute.
+        """
+        job = next((j for j in self.jobs if j.name == name), None)
+        if job is None:
+            known = ", ".join(j.name for j in self.jobs) or "none"
+            raise JobNotRun(f"there is no job {name[:64]!r} in {self.folder} (jobs: {known})")
+        now = self.now()
+        minute = now.replace(second=0, microsecond=0)
+        with self._guard:
+            busy = self._running.get(name)
+        if busy:
+            raise JobNotRun(f"job {name} is still running as {busy}; try again when it ends")
+        if self.ledger.fired(name, minute):
+            raise JobNotRun(f"job {name} already ran this minute; try again in a minute")
+        self._fire(job, minute, now)
+        return session_for(name, minute)
+
     def _run_job(self, job: Job, minute: dt.datetime, session: str, text: str) -> None:
         try:
             with priority(Priority.CRON):
-                self.loop.turn(session, text, background=True)
+                self.loop.turn(session, text, background=True, speaker=f"job:{job.name}")
         except TurnFailed as exc:
             self.ledger.failed(job.name, session, minute, f"{exc.code}: {exc.message}")
             log.warning("job %s (%s) failed: %s", job.name, session, exc.message)
@@ -205,7 +231,7 @@ class Scheduler:
     def _run_beat(self, text: str) -> None:
         try:
             with priority(Priority.HEARTBEAT):
-                self.loop.turn(HEARTBEAT_SESSION, text, background=True)
+                self.loop.turn(HEARTBEAT_SESSION, text, background=True, speaker="scheduler")
         except TurnFailed as exc:
             log.warning("heartbeat failed: %s (runbook: %s)", exc.message, exc.runbook or "-")
         except Exception:

@@ -23,6 +23,8 @@ from boxmaker.loopd.jobs import JobsInvalid
 from boxmaker.loopd.loop import Loop, LoopSettings, utc_now
 from boxmaker.loopd.memory import MemorydSource
 from boxmaker.loopd.model import ModelClient, ModelError, ServerInfo
+from boxmaker.loopd.owner_admin import COMMANDS, NO_TOOLS, describe_server, owner_command
+from boxmaker.loopd.owner_turns import OwnerTurns, describe_tools
 from boxmaker.loopd.scheduler import HEARTBEAT_SESSION, Scheduler
 from boxmaker.loopd.slots import PrioritySlots
 from boxmaker.loopd.summaries import Summaries
@@ -112,6 +114,7 @@ class Server:
     def __init__(self, config: Config) -> None:
         self.config = config
         api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        self.api_key_set = bool(api_key)  # said by status; the key itself never leaves the client
         self.model = ModelClient(
             config.model_url, model=config.model_name, api_key=api_key, timeout=config.model_timeout
         )
@@ -141,6 +144,7 @@ class Server:
             summaries=self.summaries,
         )
         self.scheduler: Scheduler | None = None
+        self.turns = OwnerTurns()
         self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
         self._info_lock = threading.Lock()
         self._unanswered = ""
@@ -238,13 +242,9 @@ class Server:
                 raise
             self.problem = ""
             self.apply(self.settings(info))
-            log.info(
-                "model server %s: %s, n_ctx per slot %s, slots %s",
-                self.config.model_url,
-                "llama-server" if info.llama else "OpenAI-compatible",
-                info.n_ctx,
-                info.slots,
-            )
+            log.info("model server %s: %s", self.config.model_url, describe_server(info))
+            if info.supports_tools is False:
+                log.warning("%s", NO_TOOLS)
             self.info = info
             return info
 
@@ -258,13 +258,22 @@ class Server:
             return Error(code="unknown-kind", message=f"loopd does not answer {kind}", runbook="")
         if body.session is not None and reserved_session(body.session):
             return Error(code="session-reserved", message=SESSION_RESERVED.format(body.session), runbook="")
-        try:
-            self.server_info()
-            result = self.loop.turn(body.session, body.text)
-        except TurnFailed as exc:
-            return Error(code=exc.code, message=exc.message, runbook=exc.runbook)
-        except ServerMismatch as exc:
-            return Error(code="model-mismatch", message=str(exc), runbook="loopd-start-failed")
+        session = body.session or self.loop.new_id()
+        with self.turns.running(session, body.stream) as control:
+            try:
+                self.server_info()
+                result = self.loop.turn(session, body.text, control=control)
+            except TurnFailed as exc:
+                self.turns.ended(session, exc.code, exc.tools)
+                ran = (
+                    f" (before it stopped it ran {describe_tools(exc.tools)}, which is kept)"
+                    if exc.tools
+                    else ""
+                )
+                return Error(code=exc.code, message=exc.message + ran, runbook=exc.runbook)
+            except ServerMismatch as exc:
+                return Error(code="model-mismatch", message=str(exc), runbook="loopd-start-failed")
+            self.turns.ended(session, "ok", result.tools)
         return ChatReply(
             session=result.session,
             turn=result.turn,
@@ -286,9 +295,11 @@ class Server:
         if request.command == "compacting":
             busy = self.loop.compacting()
             return LoopAdminReply(text="\n".join(busy) or "(none)", data=busy)
+        if request.command in ("cancel", "turns", "run"):
+            return owner_command(self.turns, self.scheduler, request)
         if request.command != "jobs":
             return LoopAdminReply(
-                text=f"loopd has no command {request.command!r}; it has: jobs, compacting, erase-plan, erase",
+                text=f"loopd has no command {request.command!r}; it has: {', '.join(COMMANDS)}",
                 data={"code": Code.UNKNOWN_COMMAND},
             )
         rows = self.scheduler.listing() if self.scheduler is not None else []
@@ -332,21 +343,26 @@ class Server:
         if self.problem:
             model = f"NOT READY: {self.problem} (runbook: loopd-start-failed)"
         elif info is None:
-            model = f"model server {self.config.model_url} not answering (asked every {RETRY_S:g} s)"
+            model = f"model: not reachable at {self.config.model_url}; chat works once it runs"
         else:
-            kind = "llama-server" if info.llama else "OpenAI-compatible"
-            ctx = f", n_ctx {info.n_ctx:,} per slot" if info.n_ctx else ""
-            model = f"model {self.config.model_url} ({kind}{ctx})"
+            model = f"model {self.config.model_url} ({describe_server(info)})"
         return StatusReply(
             role="loopd",
             pid=os.getpid(),
-            detail=model if self.problem else f"ready; {model}",
+            detail=model if self.problem or info is None else f"ready; {model}",
             data={
                 "model_url": self.config.model_url,
-                "n_ctx": info.n_ctx if info else None,
+                "model_name": self.config.model_name,
+                "api_key_env": self.config.api_key_env,
+                "api_key_set": self.api_key_set,
+                "n_ctx": self.loop.settings.n_ctx,
                 "slots": info.slots if info else None,
                 "llama_server": info.llama if info else None,
+                "supports_tools": info.supports_tools if info else None,
+                "model_answered": info is not None,
                 "main_slot": self.loop.settings.main_slot,
+                "jobs_problem": self.scheduler.problem if self.scheduler is not None else "",
+                "turns": self.turns.listing(),
             },
         )
 

@@ -122,8 +122,12 @@ def check_session_id(value: str) -> str:
 
 def tool_call_message(record: Assistant) -> dict[str, Any]:
     """The chat message replaying an assistant record: its content and tool calls, never its
-    reasoning (DESIGN 4: `reasoning_content` is kept in the log, not replayed as content)."""
-    message: dict[str, Any] = {"role": "assistant", "content": record.content}
+    reasoning (DESIGN 4: `reasoning_content` is kept in the log, not replayed as content).
+
+    A record without content (a reply that only called tools) replays with ``"content": ""``, never
+    null: llama-cpp-python's server refuses a null content with HTTP 500, and llama.cpp works around
+    templates that need a string; every OpenAI-compatible server takes ``""``."""
+    message: dict[str, Any] = {"role": "assistant", "content": record.content or ""}
     if record.tool_calls:
         message["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}

@@ -13,7 +13,7 @@ import enum
 import heapq
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from boxmaker.loopd.model import Completion
@@ -97,9 +97,16 @@ class PrioritySlots:
         tools: list[dict[str, Any]] | None,
         slot: int | None,
         max_tokens: int | None = None,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> Completion:
-        """`model.complete`, queued by priority when `slot` is the (separate) background slot."""
+        """`model.complete`, queued by priority when `slot` is the (separate) background slot; a
+        streamed or cancellable request passes `on_text` and `cancel` on."""
         gated = slot is not None and slot == self.background and slot != self.main
+        extra: dict[str, Any] = {}
+        if on_text is not None or cancel is not None:
+            extra = {"on_text": on_text, "cancel": cancel}
         with self.gate.hold(current_priority()) if gated else contextlib.nullcontext():
-            result: Completion = self.model.complete(messages, tools, slot, max_tokens)
+            result: Completion = self.model.complete(messages, tools, slot, max_tokens, **extra)
         return result

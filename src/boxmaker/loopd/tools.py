@@ -146,7 +146,7 @@ def _core_tools() -> list[dict[str, Any]]:
         _function(
             "recall",
             "Search earlier sessions and notes.",
-            {"query": _STRING, "k": {"type": "integer"}},
+            {"query": _STRING, "k": {"type": "integer", "minimum": 1, "maximum": 10}},
             ["query"],
         ),
         _function(

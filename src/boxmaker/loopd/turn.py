@@ -6,20 +6,24 @@ it, the sentences the owner reads. `boxmaker.loopd.loop` runs them in order.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.codes import Code
-from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable
-from boxmaker.loopd.session import Session
+from boxmaker.loopd.model import Completion, ContextFull, ModelError, ModelUnreachable, RequestCancelled
+from boxmaker.loopd.session import Session, SessionError
 from boxmaker.loopd.tools import route
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.labels import Label
 from boxmaker.proto.messages import ToolRequest, ToolRun
-from boxmaker.proto.records import Assistant, ToolCall, ToolResult, Usage, format_time
+from boxmaker.proto.records import Assistant, ToolCall, ToolResult, TurnEnd, Usage, format_time
+
+log = logging.getLogger("boxmaker.loopd")
 
 _CALL_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
 #: A lone surrogate: refused in the owner's text, replaced in a tool's output (the model server takes
@@ -36,8 +40,11 @@ class Model(Protocol):
         tools: list[dict[str, Any]] | None,
         slot: int | None,
         max_tokens: int | None = None,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> Completion:
-        """One chat completion; see `ModelClient.complete`."""
+        """One chat completion; see `ModelClient.complete` (`on_text` streams, `cancel` abandons)."""
         ...
 
 
@@ -46,7 +53,8 @@ class TurnFailed(BoxmakerError):
 
     Codes: ``session_full`` (the context is full), ``memory-unavailable`` (a new session without its
     memory block), ``model-unreachable``, ``model-error``, ``session-damaged``, ``invalid-session``,
-    ``invalid-text`` (a message holding a lone surrogate).
+    ``invalid-text`` (a message holding a lone surrogate), ``cancelled`` (`TurnCancelled`).
+    `tools` are the calls the turn ran before it stopped (they are kept).
     """
 
     def __init__(self, code: str, message: str, runbook: str) -> None:
@@ -54,6 +62,42 @@ class TurnFailed(BoxmakerError):
         self.code = code
         self.message = message
         self.runbook = runbook
+        self.tools: list[ToolRun] = []
+
+
+class TurnCancelled(TurnFailed):
+    """Raised when the owner cancelled the turn (bxctl closed its connection, or ``loop_admin cancel``);
+    code ``cancelled``. What the turn did before is kept."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__("cancelled", CANCELLED.format(session=session), "")
+
+
+#: What the owner reads when a turn was cancelled.
+CANCELLED = "the turn in session {session} was cancelled; what it had already done is kept"
+
+
+@dataclass(slots=True)
+class Control:
+    """How the owner follows and stops a turn.
+
+    Attributes:
+        on_text: receives each piece of a reply's text as the model streams it (None: not streamed).
+        cancel: set to cancel the turn: the model request is abandoned, no further tool call starts,
+            and the turn is closed (`close_turn`).
+        doing: what the turn waits for now, in words ("the model", "the tool memory"), for the owner.
+        started: `time.monotonic()` when the turn began.
+    """
+
+    on_text: Callable[[str], None] | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    doing: str = "its start"
+    started: float = 0.0
+
+    def check(self, session: str) -> None:
+        """Raise TurnCancelled when the turn was cancelled."""
+        if self.cancel.is_set():
+            raise TurnCancelled(session)
 
 
 class CompactFailed(BoxmakerError):
@@ -78,6 +122,7 @@ class TurnResult:
     epoch: int = 0
     compacted: bool = False
     warning: str = ""
+    logged: bool = False  # the owner's message is in the log (a failure from here on closes the turn)
 
 
 def cap_sentence(cap: int) -> str:
@@ -91,6 +136,47 @@ def cap_sentence(cap: int) -> str:
 def not_run_sentence(cap: int) -> str:
     """The tool result of a call past the limit (the call did not run)."""
     return f"not run: this turn reached its limit of {cap:,} tool calls"
+
+
+def unanswered_sentence(cancelled: bool) -> str:
+    """The tool result of a call that was still unanswered when its turn was cancelled or failed."""
+    return f"not run: this turn {'was cancelled' if cancelled else 'failed'} before the call ran"
+
+
+def closing_sentence(code: str) -> str:
+    """loopd's assistant reply that closes a turn which was cancelled (`code` ``cancelled``) or failed."""
+    if code == "cancelled":
+        return "I stopped: the owner cancelled this turn. What I had already done is kept."
+    return f"I stopped: this turn failed ({code}) before I had an answer. What I had already done is kept."
+
+
+def close_turn(session: Session, code: str, now: Callable[[], dt.datetime]) -> bool:
+    """Close a turn that was cancelled or failed after its owner's message was logged, so the session's
+    next request is valid and strictly extends the last one (docs/session-log.md, "A turn that did not
+    finish"): a `tool_result` with `unanswered_sentence` for each call of the last assistant record
+    left without one (labelled like a result loopd wrote itself), an `assistant` record with
+    `closing_sentence`, and `turn_end`.
+
+    Returns:
+        True when the turn is closed; False when its log cannot be written (logged, and left as is: the
+        turn then still ends in its tool calls, and memoryd is not told of it).
+    """
+    cancelled = code == "cancelled"
+    answered = {r.tool_call_id for r in session.records if isinstance(r, ToolResult)}
+    calls = next((r.tool_calls for r in reversed(session.records) if isinstance(r, Assistant)), [])
+    open_calls = [call for call in calls if call.id not in answered]
+    try:
+        for call in open_calls:
+            log_result(session, call, call.name, unanswered_sentence(cancelled), NO_DATA, now=now)
+        session.append(Assistant(time=format_time(now()), content=closing_sentence(code)))
+        ended = TurnEnd(
+            time=format_time(now()), reason="cancelled" if cancelled else "failed", code=code[:64]
+        )
+        session.append(ended)
+    except (OSError, SessionError) as exc:
+        log.error("session %s: could not close its unfinished turn (%s)", session.id, exc)
+        return False
+    return True
 
 
 def full_sentence(session: Session, exc: ContextFull) -> str:
@@ -138,26 +224,39 @@ def log_reply(session: Session, completion: Completion, now: Callable[[], dt.dat
 
 
 def complete(
-    model: Model, session: Session, messages: list[dict[str, Any]], max_tokens: int | None
+    model: Model,
+    session: Session,
+    messages: list[dict[str, Any]],
+    max_tokens: int | None,
+    control: Control | None = None,
 ) -> Completion:
     """One request of the turn, for at most `max_tokens` of reply (or what fits, when the server
-    counts the reply's budget in its context).
+    counts the reply's budget in its context), streamed and cancellable through `control`.
 
     Raises:
         ContextFull: the request does not fit (the caller compacts or gives up).
+        TurnCancelled: `control.cancel` was set.
         TurnFailed: the model server is unreachable or failed.
     """
+    extra: dict[str, Any] = {}
+    if control is not None:
+        control.check(session.id)
+        control.doing = "the model"
+        extra = {"on_text": control.on_text, "cancel": control.cancel}
+    tools = session.baseline.tools
     try:
         try:
-            return model.complete(messages, session.baseline.tools, session.slot, max_tokens)
+            return model.complete(messages, tools, session.slot, max_tokens, **extra)
         except ContextFull as exc:
             room = _room_for_reply(exc, max_tokens)
             if room is None:
                 raise
             # a server that counts the reply's budget too (OpenAI-style): ask for what fits
-            return model.complete(messages, session.baseline.tools, session.slot, room)
+            return model.complete(messages, tools, session.slot, room, **extra)
     except ContextFull:
         raise
+    except RequestCancelled:
+        raise TurnCancelled(session.id) from None
     except ModelUnreachable as exc:
         raise TurnFailed("model-unreachable", str(exc), "model-unreachable") from None
     except ModelError as exc:

@@ -17,6 +17,7 @@ ROLE = daemon.Role("memoryd", config.load, server.run, server.StartFailed)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="boxmaker")
 def cli() -> None:
     """memoryd: the local memory daemon.
 

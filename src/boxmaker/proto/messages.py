@@ -119,6 +119,14 @@ class Chat(_Body, frozen=True):
 
     text: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
     session: SessionIdStr | None = None
+    stream: bool = False  # added (issue 18): send `chat_delta` frames before the reply
+
+
+class ChatDelta(_Body, frozen=True):
+    """`chat_delta` (loopd -> bxctl, added by issue 18): a piece of the reply's text as the model writes
+    it, sent before the `chat_reply` on the connection of a `chat` that asked for ``"stream": true``."""
+
+    text: str
 
 
 class ChatReply(_Body, frozen=True):
@@ -201,6 +209,7 @@ Body: TypeAlias = (
     | MemoryAdmin
     | MemoryAdminReply
     | Chat
+    | ChatDelta
     | ChatReply
     | Status
     | StatusReply
@@ -224,6 +233,7 @@ KINDS: dict[str, type[Body]] = {
     "memory_admin": MemoryAdmin,
     "memory_admin_reply": MemoryAdminReply,
     "chat": Chat,
+    "chat_delta": ChatDelta,
     "chat_reply": ChatReply,
     "status": Status,
     "status_reply": StatusReply,
@@ -235,6 +245,9 @@ KINDS: dict[str, type[Body]] = {
 }
 
 _KIND_OF: dict[type[Body], str] = {body: kind for kind, body in KINDS.items()}
+
+#: Kinds a role may send before its reply on the same connection (`wire.call`'s `on_interim`).
+INTERIM_KINDS = frozenset({"chat_delta"})
 
 
 def kind_of(body: Body) -> str:

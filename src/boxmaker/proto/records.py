@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -41,7 +41,8 @@ class SessionStart(_Record, frozen=True, tag="session_start"):
 
 class User(_Record, frozen=True, tag="user", omit_defaults=True):
     """What the owner (or a scheduler prompt) said; `speaker` names who, when known (left out of the
-    line when not known)."""
+    line when not known): ``scheduler`` for a heartbeat turn and ``job:<name>`` for a cron job's run
+    (issue 18), a speaker's name in imported conversations; absent for the owner."""
 
     content: str
     speaker: str | None = None
@@ -101,7 +102,18 @@ class ToolSummary(_Labelled, frozen=True, tag="tool_summary"):
     """A model-written summary of a tool's output, labelled like the output (M5d 4.3)."""
 
 
-Record: TypeAlias = SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary
+class TurnEnd(_Record, frozen=True, tag="turn_end"):
+    """Last record of a turn that did not finish (added by issue 18): `reason` is ``cancelled`` (the
+    owner stopped it) or ``failed``, `code` the failure's code (``model-unreachable``, ``cancelled``, ...).
+    It follows the records that close the turn: a `tool_result` for each call left unanswered and an
+    `assistant` record with loopd's fixed closing sentence, so the next turn's request is valid and
+    still strictly extends what was sent before."""
+
+    reason: Literal["cancelled", "failed"]
+    code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+Record: TypeAlias = SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary | TurnEnd
 
 _DECODER = msgspec.json.Decoder(Record)
 

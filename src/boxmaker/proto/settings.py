@@ -50,15 +50,31 @@ def convert_config(data: dict[str, Any], kind: type[T], path: str) -> T:
 
     Raises:
         ConfigError: naming an unknown key (``unknown key 'x' in [memory]; remove it or fix its
-            spelling``) or a bad value (``[index] max_class: Invalid enum value 'top'``).
+            spelling``) or a bad value in words (``[index] max_class: 'top' is not one of: public,
+            private, secret``; ``[limits] max_tokens: must be a whole number, not text in quotes``).
     """
     try:
         return msgspec.convert(data, kind, strict=True)
     except msgspec.ValidationError as exc:
-        raise ConfigError(path, _explain(str(exc))) from None
+        raise ConfigError(path, _explain(str(exc), kind)) from None
 
 
-def _explain(message: str) -> str:
+#: What a TOML value of each msgspec type name is, in words.
+_WORDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "str": "text in quotes",
+    "bool": "true or false",
+    "array": "a list [...]",
+    "object": "a table",
+    "null": "nothing",
+}
+_EXPECTED = re.compile(r"^Expected `(?P<want>[a-z| ]+)`(?P<bound>.*?), got `(?P<got>[a-z]+)`$")
+_BOUND = re.compile(r"^Expected `(?P<want>[a-z]+)` (?P<op>[<>]=?) (?P<n>[-0-9.e]+)$")
+_ENUM = re.compile(r"^Invalid enum value (?P<value>.+)$")
+
+
+def _explain(message: str, kind: type | None = None) -> str:
     unknown = _UNKNOWN.match(message)
     if unknown:
         key, at = unknown.group("key"), unknown.group("at")
@@ -69,8 +85,46 @@ def _explain(message: str) -> str:
         at = located.group("at")
         table, _, key = at.rpartition(".")
         name = f"[{table}] {key}" if table else key
-        return f"{name}: {located.group('why')}"
+        return f"{name}: {_plain(located.group('why'), kind, at)}"
     return message
+
+
+def _plain(why: str, kind: type | None, at: str) -> str:
+    """msgspec's reason in words: the type wanted and given, a bound, an enum's allowed values."""
+    expected = _EXPECTED.match(why)
+    if expected:
+        wants = " or ".join(_WORDS.get(w.strip(), w.strip()) for w in expected.group("want").split("|"))
+        got = _WORDS.get(expected.group("got"), expected.group("got"))
+        return f"must be {wants}, not {got}"
+    bound = _BOUND.match(why)
+    if bound:
+        words = {">=": "at least", ">": "more than", "<=": "at most", "<": "less than"}[bound.group("op")]
+        noun = _WORDS.get(bound.group("want"), bound.group("want"))
+        return f"must be {noun} that is {words} {bound.group('n')}"
+    enum = _ENUM.match(why)
+    allowed = _allowed(kind, at) if enum and kind is not None else None
+    if enum and allowed:
+        return f"{enum.group('value')} is not one of: {', '.join(allowed)}"
+    return why
+
+
+def _allowed(kind: type, at: str) -> list[str] | None:
+    """The values an enum (or literal) at dotted path `at` of `kind` allows, else None."""
+    info: Any = msgspec.inspect.type_info(kind)
+    for part in at.split("."):
+        if isinstance(info, msgspec.inspect.ListType):
+            info = info.item_type
+        fields = {f.name: f.type for f in getattr(info, "fields", ())}
+        if part not in fields:
+            return None
+        info = fields[part]
+    if isinstance(info, msgspec.inspect.ListType):
+        info = info.item_type
+    if isinstance(info, msgspec.inspect.EnumType):
+        return [str(m.value) for m in info.cls]
+    if isinstance(info, msgspec.inspect.LiteralType):
+        return [str(v) for v in info.values]
+    return None
 
 
 def packaged_starter(name: str) -> Path:

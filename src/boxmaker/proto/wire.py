@@ -4,7 +4,9 @@
 on), binds, sets 0600 before listening, and answers each connection's one request on its own thread.
 A bad frame or message gets an `error` reply and the server keeps serving.
 
-`call` is the client: one request, one reply, with a timeout.
+`call` is the client: one request, one reply, with a timeout; a reply may be preceded by interim frames
+(`messages.INTERIM_KINDS`, such as `chat_delta`), handed to the caller's `on_interim`. A handler reaches
+the connection it answers through `exchange()`, to send such frames and to see the client hang up.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import socket
 import socketserver
 import stat
@@ -41,6 +44,39 @@ class SocketInUse(BoxmakerError):
 
 class SocketPathError(BoxmakerError):
     """Raised when a socket path is too long for the platform or is occupied by a non-socket."""
+
+
+class Exchange:
+    """The connection one request arrived on, for a handler that sends frames before its reply or
+    must know whether the client is still there."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self._conn = conn
+
+    def send(self, body: Body) -> bool:
+        """Send one frame now; False when the client has gone (or the frame cannot be sent)."""
+        try:
+            frame.send_frame(self._conn, messages.encode(body))
+        except (OSError, FrameTooLarge):
+            return False
+        return True
+
+    def gone(self) -> bool:
+        """True when the client closed its end (it sends nothing after its request)."""
+        try:
+            readable, _, _ = select.select([self._conn], [], [], 0)
+            return bool(readable) and self._conn.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+
+_answering = threading.local()
+
+
+def exchange() -> Exchange | None:
+    """The connection of the request this thread is answering; None outside a `FrameServer` handler."""
+    found: Exchange | None = getattr(_answering, "exchange", None)
+    return found
 
 
 def check_socket_path(path: Path) -> None:
@@ -171,7 +207,11 @@ class FrameServer:
         except OSError as exc:
             log.info("connection on %s failed while reading: %s", self.path, exc)
             return
-        self._reply(conn, self.answer(payload))
+        _answering.exchange = Exchange(conn)
+        try:
+            self._reply(conn, self.answer(payload))
+        finally:
+            _answering.exchange = None
 
     def answer(self, payload: bytes) -> Body:
         """The reply body for one request payload (no socket involved)."""
@@ -192,6 +232,15 @@ class FrameServer:
                 frame.send_frame(conn, messages.encode(_error(exc)))
         except OSError as exc:
             log.info("could not send the reply on %s: %s", self.path, exc)
+
+
+def _interim(payload: bytes) -> Body | None:
+    """The body of an interim frame, else None (the reply, read by the caller)."""
+    try:
+        kind, body = messages.decode(payload, messages.INTERIM_KINDS)
+    except ProtocolError:
+        return None
+    return body if kind in messages.INTERIM_KINDS else None
 
 
 def _error(exc: ProtocolError) -> Error:
@@ -220,8 +269,11 @@ def _connect(path: Path, deadline: float) -> socket.socket:
             raise PeerError("unreachable", f"nothing answers at {path} ({exc.strerror or exc})") from None
 
 
-def call(path: Path, body: Body, timeout: float = 30.0) -> Body:
-    """Send one request on the socket at `path` and return the reply body.
+def call(
+    path: Path, body: Body, timeout: float = 30.0, on_interim: Callable[[Body], None] | None = None
+) -> Body:
+    """Send one request on the socket at `path` and return the reply body; `on_interim` gets each
+    interim frame (`messages.INTERIM_KINDS`) that comes before it (`timeout` then applies to each).
 
     Raises:
         PeerError: code "unreachable" when nothing answers at `path` (or it times out); the
@@ -238,6 +290,9 @@ def call(path: Path, body: Body, timeout: float = 30.0) -> Body:
         try:
             frame.send_frame(sock, messages.encode(body))
             payload = frame.recv_frame(sock)
+            while on_interim is not None and (interim := _interim(payload)) is not None:
+                on_interim(interim)
+                payload = frame.recv_frame(sock)
         except TimeoutError:
             raise PeerError("unreachable", f"no answer at {path} within {timeout:g} s") from None
         except OSError as exc:

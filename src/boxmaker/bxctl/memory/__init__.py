@@ -14,7 +14,18 @@ from __future__ import annotations
 
 import click
 
-from boxmaker.bxctl.memory import bundle, dream, edits, erase, items, proposals, review, views, withdrawal
+from boxmaker.bxctl.memory import (
+    bundle,
+    dream,
+    edits,
+    erase,
+    identity,
+    items,
+    proposals,
+    review,
+    views,
+    withdrawal,
+)
 
 
 @click.group(name="memory")
@@ -35,6 +46,9 @@ for _command in (
     edits.memory_accept,
     edits.memory_reject,
     edits.memory_add,
+    identity.memory_remove,
+    identity.memory_replace,
+    identity.memory_edit,
     edits.memory_note,
     views.memory_files,
     views.memory_show,

@@ -94,7 +94,7 @@ def memory_reject(state: State, pending_id: str, memory_socket: Path | None, as_
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
-def _text(text: str) -> str:
+def owner_text(text: str) -> str:
     """The owner's TEXT: the argument, or standard input for "-", as UTF-8. Standard input is read
     as files edited by hand are (a leading BOM dropped, CRLF as LF); an argument is taken as it is.
 
@@ -136,7 +136,7 @@ def memory_add(state: State, file: str, text: str, memory_socket: Path | None, a
     Example:
         bxctl memory add --file user "Prefers answers in UTC."
     """
-    args = {"file": file, "text": _text(text)}
+    args = {"file": file, "text": owner_text(text)}
     client.emit(client.admin(memory_socket_path(state, memory_socket), "add", "", args), as_json)
 
 
@@ -174,4 +174,6 @@ def memory_note(
     """
     args = {"kind": kind, "subject": subject, "confidence": confidence, "scope": scope}
     fields = {k: v for k, v in args.items() if v is not None}
-    client.emit(client.admin(memory_socket_path(state, memory_socket), "note", _text(text), fields), as_json)
+    client.emit(
+        client.admin(memory_socket_path(state, memory_socket), "note", owner_text(text), fields), as_json
+    )

@@ -10,6 +10,7 @@ import click
 
 from boxmaker.bxctl import client
 from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
+from boxmaker.bxctl.sessions import read_session, session_folders
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.messages import Reindex, Reindexed
 
@@ -25,7 +26,17 @@ def memory_files(state: State, memory_socket: Path | None, as_json: bool) -> Non
     Example:
         bxctl memory files
     """
-    client.emit(client.admin(memory_socket_path(state, memory_socket), "files"), as_json)
+    reply = client.admin(memory_socket_path(state, memory_socket), "files")
+    client.emit(reply, as_json)
+    data = reply.data if isinstance(reply.data, dict) else {}
+    rows = data.get("files")
+    broken = [
+        r
+        for r in (rows if isinstance(rows, list) else [])
+        if isinstance(r, dict) and ("problem" in r or _over(r.get("size"), r.get("limit")))
+    ]
+    if broken:
+        raise SystemExit(1)  # a file a new session cannot be built from: said above, and exit 1
 
 
 @click.command(name="show")
@@ -39,7 +50,15 @@ def memory_show(state: State, memory_socket: Path | None, as_json: bool) -> None
     Example:
         bxctl memory show
     """
-    client.emit(client.admin(memory_socket_path(state, memory_socket), "show"), as_json)
+    reply = client.admin(memory_socket_path(state, memory_socket), "show")
+    client.emit(reply, as_json)
+    left = reply.data.get("left_out") if isinstance(reply.data, dict) else None
+    if isinstance(left, list) and left:
+        click.echo(
+            f"[{_plural(len(left), 'entry', 'entries')} left out of the block by the write check: "
+            "bxctl memory files lists them]",
+            err=True,
+        )
 
 
 @click.command(name="search")
@@ -78,7 +97,17 @@ def reindex(state: State, memory_socket: Path | None) -> None:
         f"reindexed: {_plural(reply.logs, 'log')}, {_plural(reply.records, 'record')}, "
         f"{_plural(reply.notes, 'note')}"
     )
+    damaged = [v.id for v in map(read_session, session_folders(state.layout.sessions)) if v.damaged]
+    if damaged:
+        click.echo(
+            f"{_plural(len(damaged), 'session')} with a damaged log, indexed only up to the damage: "
+            f"{', '.join(damaged[:10])} (bxctl sessions show ID; runbook: session-damaged)"
+        )
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
+def _plural(count: int, word: str, many: str = "") -> str:
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
+def _over(size: object, limit: object) -> bool:
+    return isinstance(size, int) and isinstance(limit, int) and size > limit

@@ -11,6 +11,8 @@
 | show | | the memory block a new session would get now |
 | search | arg: query; args: {"k": 1..50} | what is remembered, identity entries included |
 | add | args: {"file": "memory"/"user", "text"} | the owner's own identity write, journalled as the owner |
+| remove | args: {"file", "old"} | the owner removes the entry holding `old` (it moves to notes.md) |
+| replace | args: {"file", "old", "text"} | the owner replaces that entry with `text` (every check) |
 | note | arg: text | the owner's own note |
 | tiers | args: {"untrusted": bool} | each identity entry and note with its recall count (`tiers`) |
 | withdraw | args: {"items", "archives", "sessions", "reason", "supersedes"} | a withdrawal; its receipt |

@@ -75,8 +75,8 @@ def _import(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     )
     if plan.skipped or plan.skipped_controls:
         text += (
-            f"; already here and skipped: {len(plan.skipped):,} items, "
-            f"{len(plan.skipped_controls):,} controls"
+            f"; already here and skipped: {plural(len(plan.skipped), 'item')}, "
+            f"{plural(len(plan.skipped_controls), 'control')}"
         )
     added = [c["withdrawal_id"] for c in plan.controls if c["action"] == "withdraw"]
     if added:

@@ -1,6 +1,6 @@
 """The owner's edits of identity and notes, and the review of staged writes (M5a sections 5 and 10):
-``undo``, ``pending``, ``accept``, ``reject``, ``add``, ``note``; each write goes through the writer with
-every rule, journalled as the owner's."""
+``undo``, ``pending``, ``accept``, ``reject``, ``add``, ``remove``, ``replace``, ``note``; each write goes
+through the writer with every rule, journalled as the owner's."""
 
 from __future__ import annotations
 
@@ -66,6 +66,16 @@ def _add(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     return answer(guarded(lambda: memory.writer.memory(OWNER, Add(file=file, text=text))))
 
 
+def _identity_edit(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    """``remove`` {file, old} and ``replace`` {file, old, text}: the `memory` tool's actions of the same
+    names, by the owner (the write check and the limit apply; a removed or replaced entry goes to
+    notes.md as a moved one; journalled as the owner's)."""
+    action = parse_memory({"action": request.command, **request.args})
+    if isinstance(action, Refusal):
+        return MemoryAdminReply(action.sentence, {"code": action.code, "edit": None})
+    return answer(guarded(lambda: memory.writer.memory(OWNER, action)))
+
+
 def _note(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     fields = {k: v for k, v in request.args.items() if v is not None}
     action = parse_memory({"action": "note", "text": request.arg, **fields})
@@ -80,5 +90,7 @@ COMMANDS = (
     Command("accept", _accept),
     Command("reject", _reject),
     Command("add", _add, args=frozenset({"file", "text"}), takes_arg=False),
+    Command("remove", _identity_edit, args=frozenset({"file", "old"}), takes_arg=False),
+    Command("replace", _identity_edit, args=frozenset({"file", "old", "text"}), takes_arg=False),
     Command("note", _note, args=frozenset({"kind", "subject", "confidence", "scope"})),
 )

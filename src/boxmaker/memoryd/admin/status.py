@@ -64,7 +64,8 @@ def _journal_text(entry: dict[str, Any]) -> str:
     session = escape_line(str(entry.get("session", "?")))
     who = "the owner" if session == "owner" else f"session {session}"
     fields = [escape_line(str(entry.get(k, "?"))) for k in ("id", "time", "action", "where")]
-    head = f"{fields[0]}  {fields[1]}  {fields[2]} {fields[3]}  by {who}"
+    what = fields[2] if fields[3] in ("", fields[2]) else f"{fields[2]} {fields[3]}"  # not "export export"
+    head = f"{fields[0]}  {fields[1]}  {what}  by {who}"
     if entry.get("untrusted"):
         head += " (untrusted)"
     for key in ("pending", "undoes"):
@@ -144,7 +145,8 @@ def _file_line(row: dict[str, Any]) -> str:
 def _show(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     del request
     served = block(memory)
-    return MemoryAdminReply(escape(served.text), {"text": served.text})
+    left_out = [{"file": i.file, "rule": i.rule, "entry": i.entry} for i in served.left_out]
+    return MemoryAdminReply(escape(served.text), {"text": served.text, "left_out": left_out})
 
 
 def _search(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:

@@ -99,6 +99,18 @@ def defuse(snippet: str) -> str:
     return safe if len(safe) <= SNIPPET_LIMIT else safe[: SNIPPET_LIMIT - 1] + ELLIPSIS
 
 
+def speaker_words(speaker: str) -> str:
+    """Who said a `user` record's text, in words: ``the owner`` (no speaker), ``the scheduler`` (a
+    heartbeat turn), ``the job NAME`` (a cron job's run, ``job:NAME``), else the speaker's name."""
+    if not speaker:
+        return "the owner"
+    if speaker == "scheduler":
+        return "the scheduler"
+    if speaker.startswith("job:"):
+        return f"the job {one_line(speaker[4:])}"
+    return one_line(speaker)
+
+
 def where(hit: Hit) -> str:
     """What follows the tag: where the hit is from and when."""
     if hit.kind == "note":
@@ -111,7 +123,7 @@ def where(hit: Hit) -> str:
     if hit.kind == "summary":
         return f"{place}, a summary of {one_line(hit.speaker)} output"
     if hit.role == "user":
-        return f"{place}, {one_line(hit.speaker) or 'the owner'} said"
+        return f"{place}, {speaker_words(hit.speaker)} said"
     if hit.role == "call":
         return f"{place}, the assistant called"
     return f"{place}, the assistant said"

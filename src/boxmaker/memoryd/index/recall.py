@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,13 @@ class RecallResult:
     data: list[dict[str, Any]] = field(default_factory=list)
     reading: skeptic.Reading | None = None
     retrieval: str = ""
+
+
+def starts_a_word(entry: str, terms: Sequence[str]) -> bool:
+    """True when a word of `entry` starts with one of the query's `terms` ("deploy" finds "Deploys",
+    "o" finds nothing in "Prefers answers")."""
+    lowered = entry.lower()
+    return any(re.search(rf"(?<!\w){re.escape(t)}", lowered) for t in terms if len(t) > 1)
 
 
 class Recaller:
@@ -212,8 +220,8 @@ class Recaller:
     def owner_search(
         self, text: str, k: int, store: Store, hidden: frozenset[tuple[str, str]] = frozenset()
     ) -> RecallResult | Refusal:
-        """The owner's search: identity entries that share a term with the query (except the
-        withdrawn ones, `hidden` as (file, text)), then recall's hits."""
+        """The owner's search: identity entries holding a word that starts with a term of the query (at
+        most `k`, except the withdrawn ones, `hidden` as (file, text)), then recall's hits."""
         result = self.recall(text, k, "owner", owner=True)
         if isinstance(result, Refusal):
             return result
@@ -228,8 +236,7 @@ class Recaller:
             for entry in entries:
                 if (spec.name, entry) in hidden:
                     continue
-                lowered = entry.lower()
-                if terms and any(t in lowered for t in terms):
+                if len(data) < k and starts_a_word(entry, terms):
                     data.append({"tag": "identity", "where": spec.name, "text": entry})
                     lines.append(
                         f"[{spec.name}] identity · an entry of {spec.name} (in every prompt)\n{entry}"

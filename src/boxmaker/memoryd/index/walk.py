@@ -4,8 +4,9 @@ Pure: records in, rows out. Walking a log in order keeps the session's label so 
 ``private`` and every `tool_result` before the record, and gives each row the label in force when its
 record was written. Indexed: `user` content (with the speaker's name), `assistant` content when not
 empty, each tool call as ``name arguments``, and `tool_summary` content (labelled with the stricter of
-the session's label and its own). Never tool results, never reasoning. A row above ``max_class`` is
-not indexed, and its text never reaches another row's context.
+the session's label and its own). Never tool results, never reasoning, never the fixed sentence loopd
+writes to close a cancelled or failed turn (the `assistant` record before a `turn_end`). A row above
+``max_class`` is not indexed, and its text never reaches another row's context.
 
 A row is two tuples: its source (the `sources` table) and its searchable columns (the `hits` table):
 ``text`` (``speaker: text`` for a user turn with a speaker), ``ctx`` (the two indexed user or assistant
@@ -22,7 +23,7 @@ from typing import TypeAlias
 
 from boxmaker.memoryd.index.query import cjk_bigrams, time_words
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.records import Assistant, Record, ToolResult, ToolSummary, User
+from boxmaker.proto.records import Assistant, Record, ToolResult, ToolSummary, TurnEnd, User
 
 #: How many indexed texts before a row, in the same session, go into its context column.
 CONTEXT_ROWS = 2
@@ -101,6 +102,8 @@ def walk_records(
     """
     limit = _RANK[max_class]
     for number, record in enumerate(records, start=first):
+        if _closing(records, number - first):
+            continue  # loopd's fixed sentence closing a turn that did not finish: nobody said it
         if isinstance(record, (ToolResult, ToolSummary)):
             # What a tool returned, or a summary of it, labels the session from here on.
             walk.rank = max(walk.rank, _RANK[record.data_class])
@@ -180,6 +183,13 @@ def walk_records(
                 record.content,
             )
             _add(rows, walk, source, record.content, False)
+
+
+def _closing(records: Sequence[Record], index: int) -> bool:
+    """True for the `assistant` record that loopd wrote to close a cancelled or failed turn (the one
+    right before its `turn_end`, docs/session-log.md)."""
+    following = records[index + 1] if index + 1 < len(records) else None
+    return isinstance(records[index], Assistant) and isinstance(following, TurnEnd)
 
 
 def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:

@@ -426,6 +426,7 @@ def _triggers(visible: Sequence[Item]) -> Section:
                 }
             )
             section.lines.append(
-                f"{names.TOPICS_DIR}/{name}.md · {len(members):,} items, no scope or subject"
+                f"{names.TOPICS_DIR}/{name}.md · {len(members):,} item{'' if len(members) == 1 else 's'}, "
+                "no scope or subject"
             )
     return section

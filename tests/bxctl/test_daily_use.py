@@ -1,0 +1,147 @@
+"""Daily use of bxctl (issue 18): chat's standard input, commands, session notices and streaming; jobs
+run; logs; sessions newest first and prune; status's checks."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from boxmaker.bxctl.cli import cli
+from boxmaker.proto import wire
+from boxmaker.proto.messages import Body, Chat, ChatDelta, ChatReply, LoopAdmin, LoopAdminReply
+from boxmaker.proto.wire import FrameServer
+
+
+class Loopd:
+    """loopd's owner socket: streams `chat` replies in pieces when asked; records every request."""
+
+    def __init__(self, path: Path) -> None:
+        self.requests: list[Body] = []
+        self.server = FrameServer(path, self.handle, frozenset({"chat", "status", "loop_admin"}))
+
+    def handle(self, kind: str, body: Body) -> Body:
+        self.requests.append(body)
+        if isinstance(body, LoopAdmin):
+            if body.command == "turns":
+                return LoopAdminReply(text="", data=[])
+            return LoopAdminReply(text=f"job {body.arg} started as session job-x-t1", data={"code": "ok"})
+        assert isinstance(body, Chat)
+        reply = f"you said: {body.text}"
+        exchange = wire.exchange()
+        if body.stream and exchange is not None:
+            for piece in (reply[:4], reply[4:]):
+                assert exchange.send(ChatDelta(text=piece))
+        return ChatReply(session=body.session or "chat-x", turn=1, reply=reply, tools=[], untrusted=False)
+
+    def chats(self) -> list[Chat]:
+        return [r for r in self.requests if isinstance(r, Chat)]
+
+
+@pytest.fixture
+def loopd(home: Path) -> Iterator[Loopd]:
+    fake = Loopd(home / "run" / "owner-loop" / "chat.sock")
+    fake.server.start()
+    yield fake
+    fake.server.stop()
+
+
+def test_dash_m_dash_reads_all_of_standard_input_as_one_message(loopd: Loopd) -> None:
+    result = CliRunner().invoke(cli, ["chat", "-m", "-"], input="line one\nline two\n")
+    assert result.exit_code == 0, result.output
+    assert [c.text for c in loopd.chats()] == ["line one\nline two"]
+
+
+def test_chat_commands_are_not_sent(loopd: Loopd) -> None:
+    result = CliRunner().invoke(
+        cli, ["chat", "--session", "chat-a"], input="/help\n/session\nhello\n/new\nagain\n"
+    )
+    assert result.exit_code == 0, result.output
+    chats = loopd.chats()
+    assert [c.text for c in chats] == ["hello", "again"]
+    assert chats[0].session == "chat-a"
+    assert chats[1].session != "chat-a"  # /new started another session
+    assert "/new       start a new session" in result.stderr
+    assert "[session chat-a: new]" in result.stderr
+
+
+def test_a_named_session_says_whether_it_goes_on(home: Path, loopd: Loopd) -> None:
+    log = home / "sessions" / "chat-notes" / "0.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"type":"user","time":"2026-12-01T00:00:00Z","content":"hi"}\n')
+    result = CliRunner().invoke(cli, ["chat", "--session", "chat-notes", "-m", "again"])
+    assert "[session chat-notes: goes on, 1 turn so far]" in result.stderr
+
+
+def test_a_streamed_reply_is_printed_as_it_comes_and_once(loopd: Loopd) -> None:
+    result = CliRunner().invoke(cli, ["chat", "--stream", "-m", "hi"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "you said: hi\n"
+    assert loopd.chats()[0].stream is True
+
+
+def test_jobs_run_asks_loopd(loopd: Loopd) -> None:
+    result = CliRunner().invoke(cli, ["jobs", "run", "morning"])
+    assert result.exit_code == 0, result.output
+    assert LoopAdmin(command="run", arg="morning") in loopd.requests
+    assert "started as session job-x-t1" in result.stdout
+
+
+def test_logs_prints_the_end_of_a_roles_log(home: Path) -> None:
+    log = home / "run" / "loopd.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(f"line {n}\n" for n in range(100)))
+    result = CliRunner().invoke(cli, ["logs", "loopd", "-n", "2"])
+    assert result.stdout == "line 98\nline 99\n"
+    missing = CliRunner().invoke(cli, ["logs", "memoryd"])
+    assert missing.exit_code == 1
+    assert "was not started by `bxctl up`" in missing.output
+
+
+def _session(home: Path, name: str, age: float) -> None:
+    log = home / "sessions" / name / "0.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"type":"user","time":"2026-12-01T00:00:00Z","content":"hi"}\n')
+    then = time.time() - age
+    os.utime(log, (then, then))
+
+
+def test_sessions_are_listed_newest_first_and_old_job_runs_pruned(home: Path) -> None:
+    for n, name in enumerate(["job-a-t1", "job-a-t2", "job-a-t3", "chat-old"]):
+        _session(home, name, age=100 - n * 10 if name != "chat-old" else 1000)
+    listed = CliRunner().invoke(cli, ["sessions"]).stdout.splitlines()
+    assert [line.split()[0] for line in listed] == ["job-a-t3", "job-a-t2", "job-a-t1", "chat-old"]
+    plan = CliRunner().invoke(cli, ["sessions", "prune", "--keep", "1"])
+    assert "2 old job runs: job-a-t1, job-a-t2" in plan.stdout
+    assert (home / "sessions" / "job-a-t1").exists()  # without --yes nothing changes
+
+
+def test_a_missing_home_is_said(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "no-such-home"), "sessions"])
+    assert result.exit_code == 1
+    assert "does not exist" in result.output
+
+
+def test_up_says_when_the_chat_template_cannot_take_tools_and_what_answers() -> None:
+    from boxmaker.bxctl import roles
+    from boxmaker.bxctl.model import found_line
+    from fakes.llama_server import FakeLlamaServer
+
+    with FakeLlamaServer(supports_tools=False) as server:
+        url = server.url
+        line = found_line(roles.model_probe(url))
+    assert line.startswith(f"model: llama-server at {url}; n_ctx 4,096 per slot; 2 slots")
+    assert "its chat template cannot take tools" in line
+    assert "--jinja" in line
+    with FakeLlamaServer(degraded=True) as server:
+        line = found_line(roles.model_probe(server.url))
+    assert "an OpenAI-compatible server" in line
+    assert "context not reported" in line
+    assert "models: fake-model-q4_k_m.gguf" in line
+    assert found_line(roles.model_probe("http://127.0.0.1:9")).endswith(
+        "loopd starts and waits for it (chat works once it runs)"
+    )
