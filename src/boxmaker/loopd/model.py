@@ -31,6 +31,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,10 @@ from boxmaker.proto.records import ToolCall
 ABSENT = frozenset({404, 405, 501})
 #: How long to wait for a TCP connection, in seconds, whatever the overall timeout.
 CONNECT_TIMEOUT = 10.0
+#: How long `ModelClient.server_info` waits in all for ``/props`` and ``/slots``, in seconds: a server
+#: that accepts connections and never answers must not hold loopd's start (or a status tick) for the
+#: model timeout (``[model] timeout_s``, 600 s).
+PROBE_TIMEOUT_S = 5.0
 #: Messages that say the context is exceeded, in the OpenAI style (llama-cpp-python, vLLM) and llama's.
 CONTEXT_MESSAGE = re.compile(
     r"maximum context length|exceeds? the (available )?context|context (length|size|window) (is )?exceeded",
@@ -182,14 +187,16 @@ class ModelClient:
         self._slot_locks: dict[int | None, threading.Lock] = {}
         self._call_numbers = itertools.count(1)
 
-    def server_info(self) -> ServerInfo:
-        """Ask ``GET /props``, then ``GET /slots``.
+    def server_info(self, timeout: float = PROBE_TIMEOUT_S) -> ServerInfo:
+        """Ask ``GET /props``, then ``GET /slots``, both within `timeout` seconds in all.
 
         An OpenAI-compatible server without them gives ``ServerInfo(None, None, None, False)``.
-        Raises ModelUnreachable when the server cannot be reached.
+        Raises ModelUnreachable when the server cannot be reached, ModelError when it does not answer
+        within `timeout`.
         """
-        props = self._probe("/props")
-        slots = self._probe("/slots")
+        deadline = time.monotonic() + timeout
+        props = self._probe("/props", timeout)
+        slots = self._probe("/slots", max(0.1, deadline - time.monotonic()))
         n_ctx: int | None = None
         total: int | None = None
         tools: bool | None = None
@@ -299,23 +306,31 @@ class ModelClient:
         with self._guard:
             return self._slot_locks.setdefault(slot, threading.Lock())
 
-    def _send(self, method: str, path: str, body: dict[str, Any] | None) -> httpx.Response:
-        """One HTTP exchange; transport failures become ModelUnreachable or ModelError."""
+    def _send(
+        self, method: str, path: str, body: dict[str, Any] | None, timeout: float | None = None
+    ) -> httpx.Response:
+        """One HTTP exchange (within `timeout` seconds, else the client's); transport failures become
+        ModelUnreachable or ModelError."""
         where = f"{self.url}{path}"
+        limit = self.timeout if timeout is None else timeout
         try:
-            return self._http.request(method, path, json=body)
+            if timeout is None:
+                return self._http.request(method, path, json=body)
+            within = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
+            return self._http.request(method, path, json=body, timeout=within)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise ModelUnreachable(where, _reason(exc)) from exc
         except httpx.TimeoutException as exc:
-            raise ModelError(f"the model server at {where} did not answer within {self.timeout:g} s") from exc
+            raise ModelError(f"the model server at {where} did not answer within {limit:g} s") from exc
         except httpx.NetworkError as exc:
             raise ModelUnreachable(where, _reason(exc)) from exc
         except httpx.HTTPError as exc:
             raise ModelError(f"the exchange with the model server at {where} failed: {_reason(exc)}") from exc
 
-    def _probe(self, path: str) -> Any:
-        """GET an optional endpoint; None when it is absent or does not answer JSON."""
-        response = self._send("GET", path, None)
+    def _probe(self, path: str, timeout: float) -> Any:
+        """GET an optional endpoint within `timeout` seconds; None when it is absent or does not
+        answer JSON."""
+        response = self._send("GET", path, None, timeout)
         if response.status_code >= 400:
             return None
         try:

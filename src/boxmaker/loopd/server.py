@@ -1,8 +1,11 @@
 """loopd's process: the lock, the model check, the owner socket, signals (M5a section 9; DESIGN 10.1).
 
-Start-up order: take the home's loop lock (one loopd per home), ask the model server for its per-slot
-context and slot count (llama-server's ``/props`` and ``/slots``) and refuse a configured
-``[expect] n_ctx`` that disagrees, then bind the owner socket. loopd starts without memoryd (only new
+Start-up order: take the home's loop lock (one loopd per home), check the session logs written since
+the last checkpoint (`startcheck`: damage is named in one sentence, and loopd starts anyway), ask the
+model server for its per-slot
+context and slot count (llama-server's ``/props`` and ``/slots``, within `model.PROBE_TIMEOUT_S`
+seconds, never the model timeout) and refuse a configured ``[expect] n_ctx`` that disagrees, then bind
+the owner socket. loopd starts without memoryd (only new
 sessions fail, with ``memory-unavailable``) and without a model server (turns fail with
 ``model-unreachable`` until it answers; the ``n_ctx`` check then runs at the first turn).
 SIGTERM and SIGINT remove the socket and release the lock.
@@ -15,7 +18,7 @@ import os
 import threading
 from typing import Any
 
-from boxmaker.loopd import erase
+from boxmaker.loopd import erase, startcheck
 from boxmaker.loopd.broker import BrokerdClient
 from boxmaker.loopd.codes import Code
 from boxmaker.loopd.config import Config
@@ -41,6 +44,7 @@ from boxmaker.proto.messages import (
     Status,
     StatusReply,
 )
+from boxmaker.proto.startcheck import Finding, report
 from boxmaker.proto.wire import FrameServer, check_socket_path
 
 log = logging.getLogger("boxmaker.loopd")
@@ -141,12 +145,12 @@ class Server:
             summaries=self.summaries,
         )
         self.scheduler: Scheduler | None = None
-        self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
+        self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, 30.0, config.limits)
         self._info_lock = threading.Lock()
         self._unanswered = ""
         self._said = ""
         self.problem = ""  # what the model server contradicts in loopd.toml, while it does
-        self._stop = threading.Event()
+        self.damage: list[Finding] = []  # what the start-up check found (`startcheck`)
 
     def apply(self, settings: LoopSettings) -> None:
         """Use new settings everywhere: the loop, the background slot's gate, the summaries."""
@@ -193,6 +197,9 @@ class Server:
             self.lock.acquire()
         except (BoxmakerError, OSError) as exc:
             raise StartFailed(str(exc)) from None
+        self.damage = startcheck.check(self.config.layout.sessions)
+        report(log, "loopd", self.damage)
+        self.checkpoint()
         try:
             self.config.system_prompt.read_text(encoding="utf-8")
             self.config.compact_prompt.read_text(encoding="utf-8")
@@ -337,11 +344,16 @@ class Server:
             kind = "llama-server" if info.llama else "OpenAI-compatible"
             ctx = f", n_ctx {info.n_ctx:,} per slot" if info.n_ctx else ""
             model = f"model {self.config.model_url} ({kind}{ctx})"
+        detail = model if self.problem else f"ready; {model}"
+        if self.damage:
+            more = f" (and {len(self.damage) - 1} more)" if len(self.damage) > 1 else ""
+            detail += f"; DAMAGED: {self.damage[0].sentence}{more}"
         return StatusReply(
             role="loopd",
             pid=os.getpid(),
-            detail=model if self.problem else f"ready; {model}",
+            detail=detail,
             data={
+                "damage": [{"file": f.file, "text": f.sentence} for f in self.damage],
                 "model_url": self.config.model_url,
                 "n_ctx": info.n_ctx if info else None,
                 "slots": info.slots if info else None,
@@ -351,12 +363,24 @@ class Server:
         )
 
     def stop(self) -> None:
-        """Stop the scheduler, remove the socket, close the model client, release the lock (idempotent)."""
+        """Stop the scheduler, remove the socket, close the model client, take a checkpoint
+        (`startcheck`), release the lock (idempotent)."""
         if self.scheduler is not None:
             self.scheduler.stop()
         self.socket.stop()
         self.model.close()
+        if self.lock.held:
+            self.checkpoint()
         self.lock.release()
+
+    def checkpoint(self) -> None:
+        """Take sessions/'s checkpoint unless damage found at start stands; a failure is logged."""
+        if self.damage:
+            return
+        try:
+            startcheck.take(self.config.layout.sessions)
+        except OSError as exc:
+            log.error("cannot write sessions/%s (the next start checks more): %s", startcheck.CHECKPOINT, exc)
 
     def _retry_server_info(self) -> None:
         """Ask a model server that has not answered yet again; say a disagreement once."""
@@ -369,14 +393,15 @@ class Server:
                 log.error("%s", exc)
                 self._said = str(exc)
 
-    def serve_forever(self) -> None:
-        """Block until SIGTERM or SIGINT, asking a silent model server again every few seconds; then
-        stop."""
-        serve_until_signal(self.stop, tick=self._retry_server_info, every=RETRY_S, done=self._stop)
+    def serve_forever(self, stopping: threading.Event) -> None:
+        """Block until `stopping` is set (SIGTERM or SIGINT), asking a silent model server again every
+        few seconds; then stop."""
+        serve_until_signal(self.stop, stopping, tick=self._retry_server_info, every=RETRY_S)
 
 
-def run(config: Config) -> None:
-    """Start loopd and serve until a signal.
+def run(config: Config, stopping: threading.Event) -> None:
+    """Start loopd and serve until `stopping` is set (by SIGTERM or SIGINT, perhaps already while it
+    started).
 
     Raises:
         StartFailed: when it cannot start (nothing is left behind: no socket, no lock).
@@ -387,4 +412,4 @@ def run(config: Config) -> None:
     except LockHeld as exc:
         raise StartFailed(str(exc)) from None
     log.info("loopd ready")
-    server.serve_forever()
+    server.serve_forever(stopping)
