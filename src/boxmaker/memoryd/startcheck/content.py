@@ -162,8 +162,14 @@ def marks(state: State) -> list[Finding]:
 
 
 def journal(state: State) -> list[Finding]:
-    """Lines of the journal since the checkpoint that are not journal lines."""
-    return [_finding(damage.not_a_journal_line(name, at), name) for name, at in state.bad_lines]
+    """Lines of the journal since the checkpoint that are not journal lines (the first per file; none
+    in a file `marks` names, whose position the checkpoint no longer knows)."""
+    moved = {name for name, _ in state.checkpoint.changes(state.memory_dir)} if state.checkpoint else set()
+    found: dict[str, Finding] = {}
+    for name, at in state.bad_lines:
+        if name not in moved and name not in found:
+            found[name] = _finding(damage.not_a_journal_line(name, at), name)
+    return list(found.values())
 
 
 def appends(state: State) -> list[Finding]:

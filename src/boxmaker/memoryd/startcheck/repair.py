@@ -99,7 +99,8 @@ def plan(memory_dir: Path, journal: Journal, exclusion_for: ExclusionFor) -> Pla
     """
     findings = check(memory_dir, journal)
     wanted = sorted({f.file for f in findings if f.file in REPAIRABLE})
-    others = tuple(damage.not_repairable(f.file, f.repair) for f in findings if f.file not in REPAIRABLE)
+    left = {f.file: f.repair for f in findings if f.file not in REPAIRABLE}
+    others = tuple(damage.not_repairable(file, repair) for file, repair in left.items())
     if not wanted:
         return Plan(tuple(findings), (), others)
     scratch = memory_dir / REPAIR_DIR

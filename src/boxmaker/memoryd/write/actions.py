@@ -134,21 +134,21 @@ def surrogates(arguments: object, *, values: bool = True) -> Refusal | None:
 
 def _surrogate_at(value: object, where: str, values: bool) -> tuple[str, bool] | None:
     """Where the first lone surrogate is: (the path of its value or of the object holding the name,
-    True for a name)."""
-    if isinstance(value, str):
-        return (where, False) if values and _SURROGATE.search(value) else None
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if isinstance(key, str) and _SURROGATE.search(key):
-                return where, True
-            found = _surrogate_at(inner, f"{where}.{key}" if where else str(key), values)
-            if found is not None:
-                return found
-    if isinstance(value, list):
-        for n, inner in enumerate(value):
-            found = _surrogate_at(inner, f"{where}[{n}]", values)
-            if found is not None:
-                return found
+    True for a name). Iterative, so arguments nested as deep as JSON allows are walked safely."""
+    stack: list[tuple[object, str]] = [(value, where)]
+    while stack:
+        current, path = stack.pop()
+        if isinstance(current, str):
+            if values and _SURROGATE.search(current):
+                return path, False
+        elif isinstance(current, dict):
+            for key in current:
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return path, True
+            inner = [(v, f"{path}.{k}" if path else str(k)) for k, v in current.items()]
+            stack.extend(reversed(inner))
+        elif isinstance(current, list):
+            stack.extend(reversed([(v, f"{path}[{n}]") for n, v in enumerate(current)]))
     return None
 
 
