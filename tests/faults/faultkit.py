@@ -164,7 +164,7 @@ class Verdict:
         lost: acknowledged writes whose text is nowhere in the files.
         torn: files whose last line (or note) is incomplete.
         disagreements: places the files and the journal disagree (and the start-up check's findings).
-        twice: texts that appear more than once.
+        twice: acknowledged texts that appear more than once.
     """
 
     lost: list[str] = field(default_factory=list)
@@ -188,7 +188,7 @@ def verify(home: Path, acknowledged: list[str]) -> Verdict:
     """The invariants after a restart: no intent left; every journal, notes.md and items.jsonl line
     whole; notes.md's notes and items.jsonl's events exactly the journal's, in order; memory.md and
     user.md as the journal's last edit of each left them; the start-up check finds nothing; every
-    acknowledged text present, and no text twice."""
+    acknowledged text present, and none twice."""
     memory = home / "memory"
     verdict = Verdict()
     if (memory / INTENT).exists():
@@ -217,7 +217,7 @@ def verify(home: Path, acknowledged: list[str]) -> Verdict:
         held += entries
     verdict.disagreements += [f.sentence for f in memory_check(memory, Journal(memory, _never))]
     verdict.lost = [text for text in acknowledged if text not in held]
-    verdict.twice = sorted({text for text in held if held.count(text) > 1})
+    verdict.twice = sorted({text for text in acknowledged if held.count(text) > 1})
     return verdict
 
 
