@@ -16,6 +16,7 @@ import pytest
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply, MemoryBlock, MemoryBlockReply, ToolResponse
+from conftest import bxctl_ok
 from faultkit import MEMORYD, memory_call, spawn, stop, verify, wait_answers
 
 #: Texts the template home holds (all acknowledged).
@@ -245,3 +246,30 @@ def test_damage_at_rest(home: Path, template: Path, group: str) -> None:
         assert stop(process) == 0
     if repaired:
         assert verify(home, [*NOTES[1:], *FACTS]).clean
+
+
+def test_bxctl_memory_repair_shows_the_plan_then_restores(home: Path) -> None:
+    """The owner's command: a plan (exit 0, nothing changed), the same as JSON, then ``--yes``."""
+    process = spawn(MEMORYD, home, "")
+    try:
+        wait_answers(process, MEMORYD, home)
+        for n, text in enumerate(NOTES[:3]):
+            _answered(memory_call(home, {"action": "note", "text": text}, f"n{n}"), "noted")
+        notes = home / "memory" / "notes.md"
+        whole = notes.read_bytes()
+        notes.write_bytes(whole[:-12])  # cut inside the last note
+        socket = ["--memory-socket", str(home / MEMORYD.sockets[2])]
+        plan = bxctl_ok(home, "memory", "repair", *socket)
+        assert "notes.md: restore it from the journal" in plan.stdout
+        assert "nothing was changed; `bxctl memory repair --yes` restores these" in plan.stdout
+        assert notes.read_bytes() == whole[:-12]
+        as_json = json.loads(bxctl_ok(home, "memory", "repair", "--json", *socket).stdout)
+        assert [r["file"] for r in as_json["restore"]] == ["notes.md"]
+        assert as_json["applied"] is False
+        done = bxctl_ok(home, "memory", "repair", "--yes", *socket)
+        assert "restored 1 file from the journal" in done.stdout
+        assert notes.read_bytes() == whole
+        log = bxctl_ok(home, "memory", "log", *socket)
+        assert "repair notes.md  by the owner" in log.stdout
+    finally:
+        assert stop(process) == 0
