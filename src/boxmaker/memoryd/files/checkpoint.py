@@ -94,6 +94,7 @@ class Checkpoints:
         (a full disk) is logged."""
         if self.findings or not self.checked:
             return False
+        self._commits = 0  # tried: the next try is `EVERY` commits on, whatever happens here
         files = journal_files(self.memory_dir)
         newest = files[-1] if files else ""
         size = (self.memory_dir / newest).stat().st_size if newest else 0
@@ -104,7 +105,6 @@ class Checkpoints:
         except OSError as exc:
             log.error("cannot write the checkpoint %s (the next start checks more): %s", CHECKPOINT, exc)
             return False
-        self._commits = 0
         return True
 
     def checked_now(self, findings: list[Finding]) -> None:
