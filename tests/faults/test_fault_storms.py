@@ -18,6 +18,7 @@ import pytest
 
 from boxmaker.proto import wire
 from boxmaker.proto.messages import Chat, ChatReply, MemoryBlock, MemoryBlockReply
+from conftest import bxctl_ok
 from fakes.llama_server import FakeLlamaServer, FakeReply
 from faultkit import (
     BROKERD,
@@ -164,3 +165,17 @@ def test_a_cap_of_one_never_fails_a_turn_or_a_memory_block(home: Path) -> None:
         finally:
             for process in reversed(processes):
                 assert stop(process) == 0
+
+
+def test_bxctl_waits_its_turn_at_a_busy_socket(home: Path) -> None:
+    """memoryd at one connection per socket, one held idle: bxctl's command is answered `busy`, asks
+    again, and succeeds once the idle one is dropped."""
+    process = spawn(MEMORYD, home, "[limits]\nconnections = 1\nidle_s = 1\n")
+    try:
+        wait_answers(process, MEMORYD, home)
+        with held(home / MEMORYD.sockets[2], 1):
+            time.sleep(0.2)
+            done = bxctl_ok(home, "memory", "files", "--memory-socket", str(home / MEMORYD.sockets[2]))
+        assert "memory.md" in done.stdout
+    finally:
+        assert stop(process) == 0
