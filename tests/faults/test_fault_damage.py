@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -262,6 +264,15 @@ def test_bxctl_memory_repair_shows_the_plan_then_restores(home: Path) -> None:
         plan = bxctl_ok(home, "memory", "repair", *socket)
         assert "notes.md: restore it from the journal" in plan.stdout
         assert "nothing was changed; `bxctl memory repair --yes` restores these" in plan.stdout
+        shown = subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), "status"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "memoryd: running" in shown.stdout  # the other roles are down here: exit 1
+        assert "DAMAGED: notes.md ends at byte" in shown.stdout
         assert notes.read_bytes() == whole[:-12]
         as_json = json.loads(bxctl_ok(home, "memory", "repair", "--json", *socket).stdout)
         assert [r["file"] for r in as_json["restore"]] == ["notes.md"]

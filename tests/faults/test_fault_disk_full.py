@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,6 +155,14 @@ def test_a_note_committed_while_the_index_disk_is_full_is_answered_and_recalled_
                     break
             assert behind, "the index never ran out of room"
             assert "INDEX BEHIND" in status(home).text
+            shown = subprocess.run(
+                [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), "status"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert "INDEX BEHIND: notes were written that the index could not take" in shown.stdout
             filler.unlink()
             recalled = ask(home, {"query": "lighthouse keeper Ada"}, "r1", tool="recall")
             assert isinstance(recalled, ToolResponse)

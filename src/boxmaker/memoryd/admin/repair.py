@@ -1,6 +1,7 @@
 """The owner's ``repair`` (docs/runbook.md ``memory-damaged``): what the journal would restore of the
-damage the start-up check finds (`startcheck.repair.plan`, changing nothing), and with ``{"yes": true}``
-the restore itself, each file one journalled commit (`startcheck.repair.apply`)."""
+damage the start-up check finds now (`startcheck.repair.plan`, changing no file; ``status`` shows what
+it found from then on), and with ``{"yes": true}`` the restore itself, each file one journalled commit
+(`startcheck.repair.apply`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def _repair(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     folder = memory.config.layout.memory
     with memory.writer.lock:
         chosen = repair.plan(folder, memory.journal, memory.exclusion_for)
+        memory.checkpoints.findings = list(chosen.findings)  # status shows what this check found
         lines, data = chosen.lines, {"code": "ok", "applied": False, **chosen.data()}
         if yes and chosen.restores:
             left = repair.apply(chosen, memory.journal, memory.checkpoints)
