@@ -81,10 +81,11 @@ class Server:
             raise StartFailed(str(exc)) from None
 
     def stop(self) -> None:
-        """Remove the sockets, take a checkpoint (`startcheck`) and release the lock (idempotent)."""
-        stop_all(self.sockets)
+        """Take a checkpoint (`startcheck`; first, so once the sockets are gone only the lock is left
+        to release), remove the sockets and release the lock (idempotent)."""
         if self.lock.held:
             self.broker.checkpoint()
+        stop_all(self.sockets)
         self.lock.release()
 
     def serve_forever(self, stopping: threading.Event) -> None:

@@ -151,6 +151,7 @@ class Server:
         self._said = ""
         self.problem = ""  # what the model server contradicts in loopd.toml, while it does
         self.damage: list[Finding] = []  # what the start-up check found (`startcheck`)
+        self._checked = False
 
     def apply(self, settings: LoopSettings) -> None:
         """Use new settings everywhere: the loop, the background slot's gate, the summaries."""
@@ -197,10 +198,11 @@ class Server:
             self.lock.acquire()
         except (BoxmakerError, OSError) as exc:
             raise StartFailed(str(exc)) from None
-        self.damage = startcheck.check(self.config.layout.sessions)
-        report(log, "loopd", self.damage)
-        self.checkpoint()
         try:
+            self.damage = startcheck.check(self.config.layout.sessions)
+            self._checked = True
+            report(log, "loopd", self.damage)
+            self.checkpoint()
             self.config.system_prompt.read_text(encoding="utf-8")
             self.config.compact_prompt.read_text(encoding="utf-8")
             self.scheduler = Scheduler(
@@ -363,19 +365,21 @@ class Server:
         )
 
     def stop(self) -> None:
-        """Stop the scheduler, remove the socket, close the model client, take a checkpoint
-        (`startcheck`), release the lock (idempotent)."""
+        """Stop the scheduler, take a checkpoint (`startcheck`; before the socket goes, so then only
+        the lock is left to release), remove the socket, close the model client, release the lock
+        (idempotent)."""
         if self.scheduler is not None:
             self.scheduler.stop()
-        self.socket.stop()
-        self.model.close()
         if self.lock.held:
             self.checkpoint()
+        self.socket.stop()
+        self.model.close()
         self.lock.release()
 
     def checkpoint(self) -> None:
-        """Take sessions/'s checkpoint unless damage found at start stands; a failure is logged."""
-        if self.damage:
+        """Take sessions/'s checkpoint once the start-up check ran and unless the damage it found
+        stands; a failure is logged."""
+        if self.damage or not self._checked:
             return
         try:
             startcheck.take(self.config.layout.sessions)

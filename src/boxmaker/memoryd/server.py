@@ -76,8 +76,11 @@ class Server:
             raise StartFailed(str(exc)) from None
 
     def stop(self) -> None:
-        """Remove the sockets (requests being answered get a moment to finish), close the index,
-        release the lock (idempotent)."""
+        """Take a checkpoint (a clean stop; first, so once the sockets are gone only the lock is left
+        to release), remove the sockets (requests being answered get a moment to finish), close the
+        index, release the lock (idempotent)."""
+        if self.lock.held:
+            self.memory.memory.checkpoints.take_locked()
         stop_all(self.sockets)
         self.memory.close()
         self.lock.release()

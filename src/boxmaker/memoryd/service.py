@@ -197,11 +197,10 @@ class Memoryd:
         return found
 
     def close(self) -> None:
-        """Stop the archive timer (a run in progress finishes), take a checkpoint (a clean stop), and
-        close the index."""
+        """Stop the archive timer (a run in progress finishes) and close the index (the server takes
+        the clean stop's checkpoint first: `server.Server.stop`)."""
         if self.archive_timer is not None:
             self.archive_timer.stop()
-        self.memory.checkpoints.take_locked()
         self.memory.index.close()
 
     def handle(self, kind: str, body: Body) -> Body:

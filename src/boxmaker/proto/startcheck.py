@@ -79,7 +79,7 @@ def mark(path: Path) -> dict[str, Any]:
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - WINDOW))
             tail = handle.read(size - max(0, size - WINDOW))
-    except FileNotFoundError:
+    except OSError:
         return {"size": 0, "tail": hashlib.sha256(b"").hexdigest()}
     return {"size": size, "tail": hashlib.sha256(tail).hexdigest()}
 
@@ -97,6 +97,8 @@ def changed(path: Path, marked: dict[str, Any]) -> str:
             tail = handle.read(size - max(0, size - WINDOW))
     except FileNotFoundError:
         return "" if size == 0 else f"is missing (it had {size:,} bytes at the last check)"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
     if hashlib.sha256(tail).hexdigest() != marked.get("tail"):
         return f"changed before byte {size:,} (what it held at the last check)"
     return ""
@@ -109,7 +111,7 @@ def lines_since(path: Path, offset: int) -> Iterator[tuple[int, bytes]]:
         with path.open("rb") as handle:
             handle.seek(offset)
             data = handle.read()
-    except FileNotFoundError:
+    except OSError:  # missing or unreadable: what `changed` says of it is the finding
         return
     at = offset
     for raw in data.split(b"\n")[:-1]:
