@@ -37,6 +37,35 @@ def shared_data(name: str) -> Path:
     return path
 
 
+# The fault suite's options and figures (tests/faults) ----------------------------------------------
+
+_FIGURES: list[str] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--long``: the fault suite's long versions (thousands of writes, tens of kills)."""
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the long versions of tests/faults (minutes; they print their figures)",
+    )
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the figures tests recorded (``record_property("figure", …)``), from every worker."""
+    if report.when == "call":
+        _FIGURES.extend(str(value) for name, value in report.user_properties if name == "figure")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the fault suite's figures after the run."""
+    if _FIGURES:
+        terminalreporter.section("fault suite figures")
+        for line in sorted(_FIGURES):
+            terminalreporter.write_line(line)
+
+
 # Fixtures ------------------------------------------------------------------------------------------
 
 

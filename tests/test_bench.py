@@ -62,3 +62,11 @@ def test_scale_benchmark_runs() -> None:
     assert [s["records"] for s in sizes] == [2000, 3000]
     assert all(s["build_rate"] > 0 and s["recall_p99_ms"] >= s["recall_p50_ms"] > 0 for s in sizes)
     assert result["writes"] == 20
+
+
+def test_startcheck_bench_runs_and_the_check_finds_nothing_in_a_sound_home() -> None:
+    result = run("startcheck.py", "--items", "2000", "--since", "20")
+    assert result["findings"] == 0
+    assert result["items"] == 2000
+    for key in ("no_checkpoint_s", "checkpoint_nothing_since_s", "checkpoint_with_since_s"):
+        assert isinstance(result[key], float)

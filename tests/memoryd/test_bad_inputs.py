@@ -76,3 +76,39 @@ def service_owner() -> Any:
     from boxmaker.memoryd.write.answer import OWNER
 
     return OWNER
+
+
+#: Calls whose lone surrogate is in an argument's name, in the `action` value, or in a value that must
+#: be one of a few words: each was `error internal` (a UnicodeEncodeError in the argument conversion).
+SURROGATE_CALLS = [
+    ("memory", {"action": "\ud800"}, "in the field `action`"),
+    ("memory", {"action": "note\udfff", "text": "x"}, "in the field `action`"),
+    ("memory", {"action": "note", "te\ud800xt": "x"}, "the name of an argument contains"),
+    ("memory", {"action": "add", "file": "memory", "text": "a", "\udfff": 1}, "the name of an argument"),
+    ("memory", {"action": "forget", "\ud800": 1}, "the name of an argument contains"),
+    ("memory", {"action": "tiers", "\ud800": 1}, "the name of an argument contains"),
+    ("memory", {"action": "index", "\ud800": 1}, "the name of an argument contains"),
+    ("memory", {"action": "feedback", "\ud800": 1}, "the name of an argument contains"),
+    ("memory", {"action": "dream-input", "x\ud800": 1}, "the name of an argument contains"),
+    ("memory", {"action": "note", "text": "x", "kind": "\ud800"}, "in the field `kind`"),
+    ("memory", {"action": "note", "text": "x", "confidence": "inferred\ud800"}, "in the field `confidence`"),
+    ("memory", {"action": "add", "file": "memory\ud800", "text": "x"}, "in the field `file`"),
+    (
+        "memory",
+        {"action": "consolidate", "file": "memory", "entries": [{"old": "a", "\ud800": True}]},
+        "in `entries[0]`",
+    ),
+    ("recall", {"query": "a", "\ud800": 1}, "the name of an argument contains"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "says"), SURROGATE_CALLS, ids=lambda v: ascii(v)[:40])
+def test_a_lone_surrogate_in_a_name_or_a_fixed_word_is_refused_by_name(
+    tool: str, arguments: dict[str, Any], says: str, home: Path, service: Memoryd
+) -> None:
+    before = snapshot(home)
+    reply = through_the_wire(service, arguments, tool)
+    assert reply.code == "refused:surrogate", reply
+    assert says in reply.output
+    assert reply.output.endswith("which is not a character; nothing was written")
+    assert snapshot(home) == before

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from boxmaker.memoryd.files.entries import normalise_newlines, parse_entries
-from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, appended, encode_line
 from boxmaker.memoryd.files.names import INTENT
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.proto import fsio, wire
@@ -72,6 +72,7 @@ def test_every_interrupted_commit_is_completed(tmp_path: Path, clock: Clock, cut
     memory = prepare(tmp_path / "crash")
     change = make_change(memory)
     line = {"id": "2026-09-24-0001", "time": "2026-09-24T21:02:07Z", **change.entry}
+    line["appended"] = [appended(a, 0) for a in change.appends]  # where each append lands
     journal_bytes = encode_line(line) + b"\n"
     notes_bytes = change.appends[0].data
     intent = {

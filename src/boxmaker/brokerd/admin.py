@@ -46,8 +46,16 @@ def describe(grants: GrantSet) -> str:
 def status(broker: Broker) -> StatusReply:
     """brokerd's `status_reply`."""
     grants = broker.grants.current()
-    data = {"grants_valid": grants.valid, "pending_approvals": len(broker.approvals.pending())}
-    return StatusReply(role="brokerd", pid=os.getpid(), detail=describe(grants), data=data)
+    data = {
+        "grants_valid": grants.valid,
+        "pending_approvals": len(broker.approvals.pending()),
+        "damage": [{"file": f.file, "text": f.sentence} for f in broker.damage],
+    }
+    detail = describe(grants)
+    if broker.damage:
+        more = f" (and {len(broker.damage) - 1} more)" if len(broker.damage) > 1 else ""
+        detail += f"; DAMAGED: {broker.damage[0].sentence}{more}"
+    return StatusReply(role="brokerd", pid=os.getpid(), detail=detail, data=data)
 
 
 def handle(broker: Broker, request: BrokerAdmin) -> BrokerAdminReply:

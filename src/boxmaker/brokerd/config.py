@@ -22,19 +22,24 @@
     [read_file]
     max_bytes = 1000000           # file bytes kept (our addition; docs/brokerd.md)
 
+    [limits]                      # per socket (`proto.settings.SocketLimits`)
+    connections = 64              # connections served at once; one more is answered `busy`
+    idle_s = 10                   # seconds a connection may take to send its request
+
 Unknown keys are an error naming the key. Relative paths resolve against the config file's folder.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
 import msgspec
 
 from boxmaker.proto.home import Layout
-from boxmaker.proto.settings import load_role_config
+from boxmaker.proto.settings import SocketLimits, load_role_config
+from boxmaker.proto.wire import Limits
 
 Positive = Annotated[int, msgspec.Meta(ge=1, le=1_000_000_000)]  # at most 1 GB, in bytes
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0, le=86_400)]  # at most a day, in seconds
@@ -73,6 +78,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     approvals: _Approvals = msgspec.field(default_factory=_Approvals)
     http_fetch: _HttpFetch = msgspec.field(default_factory=_HttpFetch)
     read_file: _ReadFile = msgspec.field(default_factory=_ReadFile)
+    limits: SocketLimits = msgspec.field(default_factory=SocketLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,7 @@ class Config:
     fetch_timeout_s: float = 20.0
     read_max_bytes: int = 1_000_000
     memoryd_timeout_s: float = 30.0
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def layout(self) -> Layout:
@@ -123,4 +130,5 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         fetch_max_bytes=raw.http_fetch.max_bytes,
         fetch_timeout_s=raw.http_fetch.timeout_s,
         read_max_bytes=raw.read_file.max_bytes,
+        limits=raw.limits.sockets,
     )

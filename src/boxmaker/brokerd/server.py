@@ -1,7 +1,8 @@
 """brokerd's process: the lock, the two sockets, signals (DESIGN 7 and 10.1).
 
 Start-up order: take the home's broker lock (``broker/.lock``; a second brokerd on the same home
-fails at once, saying so), create ``broker/`` (0700), read the grants once, then bind the loop and
+fails at once, saying so), create ``broker/`` (0700), check what it owns there (`startcheck`: damage
+is named in one sentence, and brokerd starts anyway), read the grants once, then bind the loop and
 admin sockets, so a socket appears only once brokerd can answer. Problems in ``grants/`` do not stop
 the start: brokerd serves in the fail-closed state (``grants-invalid``). SIGTERM and SIGINT remove the
 sockets and release the lock.
@@ -20,7 +21,7 @@ from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
 from boxmaker.proto.home import ensure_home
-from boxmaker.proto.wire import FrameServer, check_socket_path
+from boxmaker.proto.wire import FrameServer, check_socket_path, stop_all
 
 log = logging.getLogger("boxmaker.brokerd")
 
@@ -46,10 +47,9 @@ class Server:
         self.lock = FileLock(config.layout.broker_lock)
         timeout = config.approval_timeout_s + _SLACK_S
         self.sockets = [
-            FrameServer(config.loop_socket, self.broker.handle, LOOP_KINDS, timeout=timeout),
-            FrameServer(config.admin_socket, self.broker.handle, ADMIN_KINDS),
+            FrameServer(config.loop_socket, self.broker.handle, LOOP_KINDS, timeout, config.limits),
+            FrameServer(config.admin_socket, self.broker.handle, ADMIN_KINDS, limits=config.limits),
         ]
-        self._stop = threading.Event()
 
     def start(self) -> None:
         """Everything up to serving.
@@ -81,18 +81,21 @@ class Server:
             raise StartFailed(str(exc)) from None
 
     def stop(self) -> None:
-        """Remove the sockets and release the lock (idempotent)."""
-        for server in self.sockets:
-            server.stop()
+        """Take a checkpoint (`startcheck`; first, so once the sockets are gone only the lock is left
+        to release), remove the sockets and release the lock (idempotent)."""
+        if self.lock.held:
+            self.broker.checkpoint()
+        stop_all(self.sockets)
         self.lock.release()
 
-    def serve_forever(self) -> None:
-        """Block until SIGTERM or SIGINT, then stop."""
-        serve_until_signal(self.stop, done=self._stop)
+    def serve_forever(self, stopping: threading.Event) -> None:
+        """Block until `stopping` is set (SIGTERM or SIGINT), then stop."""
+        serve_until_signal(self.stop, stopping)
 
 
-def run(config: Config) -> None:
-    """Start brokerd and serve until a signal.
+def run(config: Config, stopping: threading.Event) -> None:
+    """Start brokerd and serve until `stopping` is set (by SIGTERM or SIGINT, perhaps already while it
+    started).
 
     Raises:
         StartFailed: when it cannot start.
@@ -100,4 +103,4 @@ def run(config: Config) -> None:
     server = Server(config)
     server.start()
     log.info("brokerd ready")
-    server.serve_forever()
+    server.serve_forever(stopping)

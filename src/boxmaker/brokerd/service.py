@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
-from boxmaker.brokerd import admin, policy, sentences
+from boxmaker.brokerd import admin, policy, sentences, startcheck
 from boxmaker.brokerd.approvals import Approvals
 from boxmaker.brokerd.broker import Broker
 from boxmaker.brokerd.config import Config
@@ -25,6 +25,7 @@ from boxmaker.proto import fsio
 from boxmaker.proto.errors import ProtocolError
 from boxmaker.proto.labels import Label
 from boxmaker.proto.messages import Body, BrokerAdmin, Status, ToolRequest, ToolResponse
+from boxmaker.proto.startcheck import report
 
 log = logging.getLogger("boxmaker.brokerd")
 
@@ -60,15 +61,32 @@ class Brokerd:
         self.now = now
         #: What the owner's commands read (`admin`, `erase`): these same objects, as a record.
         self.state = Broker(layout, self.grants, self.labels, self.audit, self.approvals)
+        self._checked = False
 
     def open(self) -> None:
-        """Create ``broker/``, ``broker/sessions/`` and ``broker/audit/`` (0700).
+        """Create ``broker/``, ``broker/sessions/`` and ``broker/audit/`` (0700), then run the start-up
+        check (`startcheck`): the first damage is logged in one sentence and kept for ``status``; with
+        none, a checkpoint is taken.
 
         Raises:
             OSError: when they cannot be created.
         """
         for folder in (self.config.layout.broker, self.labels.folder, self.audit.folder):
             fsio.ensure_dir(folder)
+        self.state.damage[:] = startcheck.check(self.config.layout.broker)
+        report(log, "brokerd", self.state.damage)
+        self._checked = True
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Take broker/'s checkpoint (after a clean start-up check, and at a clean stop), unless
+        damage stands; a failure is logged."""
+        if not self._checked or self.state.damage:
+            return
+        try:
+            startcheck.take(self.config.layout.broker)
+        except OSError as exc:
+            log.error("cannot write broker/%s (the next start checks more): %s", startcheck.CHECKPOINT, exc)
 
     def handle(self, kind: str, body: Body) -> Body:
         """Answer one validated request from either socket."""

@@ -34,6 +34,8 @@
     [limits]
     tool_calls_per_turn = 16         # a turn that reaches it ends with a reply saying so
     max_tokens = 2048                # the longest reply, in tokens
+    connections = 64                 # the owner socket's connections at once; one more is `busy`
+    idle_s = 10                      # seconds a connection may take to send its request
 
     [compact]                        # M5d section 5
     threshold = 0.85                 # compact after a turn that leaves the slot this full (of n_ctx)
@@ -51,7 +53,7 @@ Unknown keys are an error naming the key. Relative paths resolve against the con
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -60,7 +62,8 @@ import msgspec
 from boxmaker.loopd.summaries import SUMMARISABLE
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.home import Layout
-from boxmaker.proto.settings import load_role_config, model_url
+from boxmaker.proto.settings import SocketLimits, load_role_config, model_url
+from boxmaker.proto.wire import Limits
 
 DEFAULT_MODEL_URL = "http://127.0.0.1:8080"
 
@@ -105,7 +108,7 @@ class _Prompt(msgspec.Struct, forbid_unknown_fields=True):
     system: str | None = None
 
 
-class _Limits(msgspec.Struct, forbid_unknown_fields=True):
+class _Limits(SocketLimits, forbid_unknown_fields=True):
     tool_calls_per_turn: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 16
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 2048
 
@@ -163,6 +166,7 @@ class Config:
     summarise_prompt: Path
     heartbeat_every_s: int
     heartbeat_prompt: Path
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def layout(self) -> Layout:
@@ -222,4 +226,5 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         summarise_prompt=summarise_prompt,
         heartbeat_every_s=raw.heartbeat.every_s,
         heartbeat_prompt=heartbeat_prompt,
+        limits=raw.limits.sockets,
     )

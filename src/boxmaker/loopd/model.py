@@ -36,6 +36,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,10 @@ log = logging.getLogger("boxmaker.loopd")
 ABSENT = frozenset({404, 405, 501})
 #: How long to wait for a TCP connection, in seconds, whatever the overall timeout.
 CONNECT_TIMEOUT = 10.0
+#: How long `ModelClient.server_info` waits in all for ``/props`` and ``/slots``, in seconds: a server
+#: that accepts connections and never answers must not hold loopd's start (or a status tick) for the
+#: model timeout (``[model] timeout_s``, 600 s).
+PROBE_TIMEOUT_S = 5.0
 
 
 # Values --------------------------------------------------------------------------------------------
@@ -159,14 +164,16 @@ class ModelClient:
         #: False once the server ended a stream without an event: its replies are asked plainly.
         self.streams = True
 
-    def server_info(self) -> ServerInfo:
-        """Ask ``GET /props``, then ``GET /slots``.
+    def server_info(self, timeout: float = PROBE_TIMEOUT_S) -> ServerInfo:
+        """Ask ``GET /props``, then ``GET /slots``, both within `timeout` seconds in all.
 
         An OpenAI-compatible server without them gives ``ServerInfo(None, None, None, False)``.
-        Raises ModelUnreachable when the server cannot be reached.
+        Raises ModelUnreachable when the server cannot be reached, ModelError when it does not answer
+        within `timeout`.
         """
-        props = self._probe("/props")
-        slots = self._probe("/slots")
+        deadline = time.monotonic() + timeout
+        props = self._probe("/props", timeout)
+        slots = self._probe("/slots", max(0.1, deadline - time.monotonic()))
         n_ctx: int | None = None
         total: int | None = None
         tools: bool | None = None
@@ -334,15 +341,23 @@ class ModelClient:
         with self._guard:
             return self._slot_locks.setdefault(slot, threading.Lock())
 
-    def _send(self, method: str, path: str, body: dict[str, Any] | None) -> httpx.Response:
-        """One HTTP exchange; transport failures become ModelUnreachable or ModelError."""
-        with _transport_errors(f"{self.url}{path}", self.timeout):
-            return self._http.request(method, path, json=body)
+    def _send(
+        self, method: str, path: str, body: dict[str, Any] | None, timeout: float | None = None
+    ) -> httpx.Response:
+        """One HTTP exchange (within `timeout` seconds, else the client's); transport failures become
+        ModelUnreachable or ModelError."""
+        limit = self.timeout if timeout is None else timeout
+        with _transport_errors(f"{self.url}{path}", limit):
+            if timeout is None:
+                return self._http.request(method, path, json=body)
+            within = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
+            return self._http.request(method, path, json=body, timeout=within)
         raise AssertionError("unreachable")  # pragma: no cover (the context manager re-raises)
 
-    def _probe(self, path: str) -> Any:
-        """GET an optional endpoint; None when it is absent or does not answer JSON."""
-        response = self._send("GET", path, None)
+    def _probe(self, path: str, timeout: float) -> Any:
+        """GET an optional endpoint within `timeout` seconds; None when it is absent or does not
+        answer JSON."""
+        response = self._send("GET", path, None, timeout)
         if response.status_code >= 400:
             return None
         try:

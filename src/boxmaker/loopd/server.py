@@ -1,8 +1,11 @@
 """loopd's process: the lock, the model check, the owner socket, signals (M5a section 9; DESIGN 10.1).
 
-Start-up order: take the home's loop lock (one loopd per home), ask the model server for its per-slot
-context and slot count (llama-server's ``/props`` and ``/slots``) and refuse a configured
-``[expect] n_ctx`` that disagrees, then bind the owner socket. loopd starts without memoryd (only new
+Start-up order: take the home's loop lock (one loopd per home), check the session logs written since
+the last checkpoint (`startcheck`: damage is named in one sentence, and loopd starts anyway), ask the
+model server for its per-slot
+context and slot count (llama-server's ``/props`` and ``/slots``, within `model.PROBE_TIMEOUT_S`
+seconds, never the model timeout) and refuse a configured ``[expect] n_ctx`` that disagrees, then bind
+the owner socket. loopd starts without memoryd (only new
 sessions fail, with ``memory-unavailable``) and without a model server (turns fail with
 ``model-unreachable`` until it answers; the ``n_ctx`` check then runs at the first turn).
 SIGTERM and SIGINT remove the socket and release the lock.
@@ -15,7 +18,7 @@ import os
 import threading
 from typing import Any
 
-from boxmaker.loopd import erase
+from boxmaker.loopd import erase, startcheck
 from boxmaker.loopd.broker import BrokerdClient
 from boxmaker.loopd.codes import Code
 from boxmaker.loopd.config import Config
@@ -43,6 +46,7 @@ from boxmaker.proto.messages import (
     Status,
     StatusReply,
 )
+from boxmaker.proto.startcheck import Finding, report
 from boxmaker.proto.wire import FrameServer, check_socket_path
 
 log = logging.getLogger("boxmaker.loopd")
@@ -145,12 +149,13 @@ class Server:
         )
         self.scheduler: Scheduler | None = None
         self.turns = OwnerTurns()
-        self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, timeout=30.0)
+        self.socket = FrameServer(config.owner_socket, self.handle, OWNER_KINDS, 30.0, config.limits)
         self._info_lock = threading.Lock()
         self._unanswered = ""
         self._said = ""
         self.problem = ""  # what the model server contradicts in loopd.toml, while it does
-        self._stop = threading.Event()
+        self.damage: list[Finding] = []  # what the start-up check found (`startcheck`)
+        self._checked = False
 
     def apply(self, settings: LoopSettings) -> None:
         """Use new settings everywhere: the loop, the background slot's gate, the summaries."""
@@ -198,6 +203,10 @@ class Server:
         except (BoxmakerError, OSError) as exc:
             raise StartFailed(str(exc)) from None
         try:
+            self.damage = startcheck.check(self.config.layout.sessions)
+            self._checked = True
+            report(log, "loopd", self.damage)
+            self.checkpoint()
             self.config.system_prompt.read_text(encoding="utf-8")
             self.config.compact_prompt.read_text(encoding="utf-8")
             self.scheduler = Scheduler(
@@ -346,11 +355,16 @@ class Server:
             model = f"model: not reachable at {self.config.model_url}; chat works once it runs"
         else:
             model = f"model {self.config.model_url} ({describe_server(info)})"
+        detail = model if self.problem or info is None else f"ready; {model}"
+        if self.damage:
+            more = f" (and {len(self.damage) - 1} more)" if len(self.damage) > 1 else ""
+            detail += f"; DAMAGED: {self.damage[0].sentence}{more}"
         return StatusReply(
             role="loopd",
             pid=os.getpid(),
-            detail=model if self.problem or info is None else f"ready; {model}",
+            detail=detail,
             data={
+                "damage": [{"file": f.file, "text": f.sentence} for f in self.damage],
                 "model_url": self.config.model_url,
                 "model_name": self.config.model_name,
                 "api_key_env": self.config.api_key_env,
@@ -367,12 +381,26 @@ class Server:
         )
 
     def stop(self) -> None:
-        """Stop the scheduler, remove the socket, close the model client, release the lock (idempotent)."""
+        """Stop the scheduler, take a checkpoint (`startcheck`; before the socket goes, so then only
+        the lock is left to release), remove the socket, close the model client, release the lock
+        (idempotent)."""
         if self.scheduler is not None:
             self.scheduler.stop()
+        if self.lock.held:
+            self.checkpoint()
         self.socket.stop()
         self.model.close()
         self.lock.release()
+
+    def checkpoint(self) -> None:
+        """Take sessions/'s checkpoint once the start-up check ran and unless the damage it found
+        stands; a failure is logged."""
+        if self.damage or not self._checked:
+            return
+        try:
+            startcheck.take(self.config.layout.sessions)
+        except OSError as exc:
+            log.error("cannot write sessions/%s (the next start checks more): %s", startcheck.CHECKPOINT, exc)
 
     def _retry_server_info(self) -> None:
         """Ask a model server that has not answered yet again; say a disagreement once."""
@@ -385,14 +413,15 @@ class Server:
                 log.error("%s", exc)
                 self._said = str(exc)
 
-    def serve_forever(self) -> None:
-        """Block until SIGTERM or SIGINT, asking a silent model server again every few seconds; then
-        stop."""
-        serve_until_signal(self.stop, tick=self._retry_server_info, every=RETRY_S, done=self._stop)
+    def serve_forever(self, stopping: threading.Event) -> None:
+        """Block until `stopping` is set (SIGTERM or SIGINT), asking a silent model server again every
+        few seconds; then stop."""
+        serve_until_signal(self.stop, stopping, tick=self._retry_server_info, every=RETRY_S)
 
 
-def run(config: Config) -> None:
-    """Start loopd and serve until a signal.
+def run(config: Config, stopping: threading.Event) -> None:
+    """Start loopd and serve until `stopping` is set (by SIGTERM or SIGINT, perhaps already while it
+    started).
 
     Raises:
         StartFailed: when it cannot start (nothing is left behind: no socket, no lock).
@@ -403,4 +432,4 @@ def run(config: Config) -> None:
     except LockHeld as exc:
         raise StartFailed(str(exc)) from None
     log.info("loopd ready")
-    server.serve_forever()
+    server.serve_forever(stopping)

@@ -19,6 +19,10 @@
     stage = false                 # true: autodream's maintenance actions wait in memory/dream/ for the
                                   # owner (bxctl memory dream show/apply/discard) instead of applying
 
+    [limits]                      # per socket (`proto.settings.SocketLimits`)
+    connections = 64              # connections served at once; one more is answered `busy`
+    idle_s = 10                   # seconds a connection may take to send its request
+
     [sockets]                     # defaults: run/loop-memory/memory.sock, run/broker-memory/memory.sock,
     loop = "..."                  #           run/owner-memory/admin.sock under the home
     broker = "..."
@@ -31,14 +35,15 @@ that is missing is a start-up error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
 from boxmaker.proto.home import Layout
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.settings import load_role_config
+from boxmaker.proto.settings import SocketLimits, load_role_config
+from boxmaker.proto.wire import Limits
 
 
 class _Paths(msgspec.Struct, forbid_unknown_fields=True):
@@ -75,6 +80,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     sockets: _Sockets = msgspec.field(default_factory=_Sockets)
     archive: _Archive = msgspec.field(default_factory=_Archive)
     dream: _Dream = msgspec.field(default_factory=_Dream)
+    limits: SocketLimits = msgspec.field(default_factory=SocketLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,7 @@ class Config:
     admin_socket: Path
     archive: bool = True
     dream_stage: bool = False
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def layout(self) -> Layout:
@@ -116,4 +123,5 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         admin_socket=read.resolve(raw.sockets.admin) or layout.memory_admin_socket,
         archive=raw.archive.enabled,
         dream_stage=raw.dream.stage,
+        limits=raw.limits.sockets,
     )

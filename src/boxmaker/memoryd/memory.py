@@ -19,6 +19,7 @@ from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.dream.staging import Staging
 from boxmaker.memoryd.erase.scope import Holdings
 from boxmaker.memoryd.files.block import Block
+from boxmaker.memoryd.files.checkpoint import Checkpoints
 from boxmaker.memoryd.files.journal import Journal
 from boxmaker.memoryd.files.serve import serve
 from boxmaker.memoryd.files.store import Store
@@ -46,6 +47,8 @@ class Memory:
         staging: autodream's staged passes.
         exclusion_for: which items of a memory folder are withdrawn (seed 003 section 12.2), applied
             before the projections, the read path, export and replay show anything.
+        checkpoints: the last good state the start-up check verified, and what it found
+            (``findings``: the damage standing now).
     """
 
     config: Config
@@ -61,6 +64,7 @@ class Memory:
     holdings: Holdings
     staging: Staging
     exclusion_for: Callable[[Path], Excluded]
+    checkpoints: Checkpoints
 
 
 def excluded(memory: Memory) -> Excluded:

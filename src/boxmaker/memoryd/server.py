@@ -19,7 +19,7 @@ from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
 from boxmaker.proto.home import ensure_home
-from boxmaker.proto.wire import FrameServer, check_socket_path
+from boxmaker.proto.wire import FrameServer, check_socket_path, stop_all
 
 log = logging.getLogger("boxmaker.memoryd")
 
@@ -41,11 +41,10 @@ class Server:
         self.service = Memoryd(config)
         self.lock = FileLock(config.layout.memory_lock)
         self.sockets = [
-            FrameServer(config.loop_socket, self.service.handle, LOOP_KINDS),
-            FrameServer(config.broker_socket, self.service.handle, BROKER_KINDS),
-            FrameServer(config.admin_socket, self.service.handle, ADMIN_KINDS),
+            FrameServer(config.loop_socket, self.service.handle, LOOP_KINDS, limits=config.limits),
+            FrameServer(config.broker_socket, self.service.handle, BROKER_KINDS, limits=config.limits),
+            FrameServer(config.admin_socket, self.service.handle, ADMIN_KINDS, limits=config.limits),
         ]
-        self._stop = threading.Event()
 
     def start(self) -> None:
         """Everything up to serving.
@@ -77,19 +76,23 @@ class Server:
             raise StartFailed(str(exc)) from None
 
     def stop(self) -> None:
-        """Remove the sockets, close the index, release the lock (idempotent)."""
-        for server in self.sockets:
-            server.stop()
+        """Take a checkpoint (a clean stop; first, so once the sockets are gone only the lock is left
+        to release), remove the sockets (requests being answered get a moment to finish), close the
+        index, release the lock (idempotent)."""
+        if self.lock.held:
+            self.service.memory.checkpoints.take_locked()
+        stop_all(self.sockets)
         self.service.close()
         self.lock.release()
 
-    def serve_forever(self) -> None:
-        """Block until SIGTERM or SIGINT, then stop."""
-        serve_until_signal(self.stop, done=self._stop)
+    def serve_forever(self, stopping: threading.Event) -> None:
+        """Block until `stopping` is set (SIGTERM or SIGINT), then stop."""
+        serve_until_signal(self.stop, stopping)
 
 
-def run(config: Config) -> None:
-    """Start memoryd and serve until a signal.
+def run(config: Config, stopping: threading.Event) -> None:
+    """Start memoryd and serve until `stopping` is set (by SIGTERM or SIGINT, perhaps already while
+    it started).
 
     Raises:
         StartFailed: when it cannot start (nothing is left behind: no sockets, no lock).
@@ -100,4 +103,4 @@ def run(config: Config) -> None:
     except LockHeld as exc:
         raise StartFailed(str(exc)) from None
     log.info("memoryd ready")
-    server.serve_forever()
+    server.serve_forever(stopping)

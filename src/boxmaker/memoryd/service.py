@@ -22,15 +22,18 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd import admin, tool
+from boxmaker.memoryd import admin, startcheck, tool
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.dream.staging import Staging
 from boxmaker.memoryd.erase.scope import Holdings
+from boxmaker.memoryd.files.checkpoint import Checkpoints
 from boxmaker.memoryd.files.journal import Journal
+from boxmaker.memoryd.files.names import REPAIR_DIR
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
@@ -55,6 +58,7 @@ from boxmaker.proto.messages import (
     Reindexed,
     SessionUpdated,
 )
+from boxmaker.proto.startcheck import Finding, report
 
 log = logging.getLogger("boxmaker.memoryd")
 
@@ -110,6 +114,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         items=items.items,
         turns=Turns(layout.sessions),
     )
+    checkpoints = Checkpoints(layout.memory, journal, writer.lock)
     withdrawals = Withdrawals(
         controls,
         store=store,
@@ -130,9 +135,10 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         withdrawals=withdrawals,
         index=index,
         recaller=recaller,
-        holdings=Holdings(layout, store, journal, writer.lock, index, set(), now),
+        holdings=Holdings(layout, store, journal, writer.lock, index, set(), now, checkpoints),
         staging=Staging(writer, now, config.dream_stage),
         exclusion_for=withdrawn_items,
+        checkpoints=checkpoints,
     )
 
 
@@ -170,7 +176,9 @@ class Memoryd:
         memory = self.memory
         created = memory.store.ensure()
         memory.writer.open()
+        self.check()
         memory.journal.listeners.append(self._after_commit)
+        memory.journal.listeners.append(memory.checkpoints.after_commit)
         self.refresh_projections()
         memory.index.open()
         memory.index.warm_up()
@@ -178,8 +186,19 @@ class Memoryd:
             self.archive_timer.start()
         return created
 
+    def check(self) -> list[Finding]:
+        """The start-up check (`startcheck`): log the first damage found in one sentence, keep what it
+        found for ``status`` and ``repair``, and take a checkpoint when nothing is damaged."""
+        memory = self.memory
+        shutil.rmtree(memory.config.layout.memory / REPAIR_DIR, ignore_errors=True)
+        found = startcheck.check(memory.config.layout.memory, memory.journal)
+        report(log, "memoryd", found)
+        memory.checkpoints.checked_now(found)
+        return found
+
     def close(self) -> None:
-        """Stop the archive timer (a run in progress finishes) and close the index."""
+        """Stop the archive timer (a run in progress finishes) and close the index (the server takes
+        the clean stop's checkpoint first: `server.Server.stop`)."""
         if self.archive_timer is not None:
             self.archive_timer.stop()
         self.memory.index.close()
@@ -213,13 +232,12 @@ class Memoryd:
         memory = self.memory
         try:
             items, hidden = memory.items.items().values(), excluded(memory)
+            projections.refresh(memory.config.layout.memory, items, hidden)
         except OSError as exc:
-            log.error("cannot write memory/index.md or memory/topics/: %s", exc)
-            return
-        projections.refresh(memory.config.layout.memory, items, hidden)
+            log.error("cannot write memory/index.md or memory/topics/ (they are rewritten later): %s", exc)
 
     def _after_commit(self, line: dict[str, Any]) -> None:
-        if line.get("events") or line.get("controls"):
+        if line.get("events") or line.get("controls") or line.get("action") == "repair":
             self.refresh_projections()
 
     def _archive_by_timer(self) -> None:

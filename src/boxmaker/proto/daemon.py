@@ -4,6 +4,10 @@
 Each role's ``cli.py`` keeps only its click shell (proto imports no click): it parses ``serve
 [--config PATH] [--home PATH] [-v]``, calls `serve` with its `Role`, and turns `EmptyHome` into a
 usage error on ``--home`` and `CannotStart` into a ``click.ClickException`` (exit 1).
+
+The SIGTERM and SIGINT handlers are installed first, before the role takes its lock or binds a
+socket: a stop that arrives while the role starts (its sockets may already answer) lets the start
+finish and then stops it cleanly (sockets removed, lock released, exit 0), never kills it half-way.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ class Role(Generic[C]):
         name: the role's name: the second word of its log lines, and its runbook entry
             ``<name>-start-failed``.
         load: reads the role's config (the file, or None for defaults) with ``--home``.
-        run: starts the role and serves until a signal.
+        run: starts the role and serves until the event it is given is set (by SIGTERM or SIGINT).
         start_failed: what `run` raises when the role cannot start (its sentence is shown as it is).
         config_prefix: said before a config error (brokerd says ``brokerd cannot start: ``).
         quiet: loggers held at WARNING (loopd: ``httpx``, which logs every request at INFO).
@@ -41,14 +45,15 @@ class Role(Generic[C]):
 
     name: str
     load: Callable[[Path | None, str | None], C]
-    run: Callable[[C], None]
+    run: Callable[[C, threading.Event], None]
     start_failed: type[Exception]
     config_prefix: str = ""
     quiet: tuple[str, ...] = ()
 
 
 def serve(role: Role[C], config_path: Path | None, home: str | None, verbose: bool) -> None:
-    """What ``<role> serve`` does: log to stderr, read the config, then run the role until a signal.
+    """What ``<role> serve`` does: log to stderr, install the stop signals, read the config, then run
+    the role until a signal.
 
     Raises:
         EmptyHome: `home` is given but empty.
@@ -62,6 +67,7 @@ def serve(role: Role[C], config_path: Path | None, home: str | None, verbose: bo
     )
     for name in role.quiet:
         logging.getLogger(name).setLevel(logging.WARNING)
+    stopping = stop_on_signals()
     if home is not None and not home.strip():
         raise EmptyHome()
     try:
@@ -69,33 +75,41 @@ def serve(role: Role[C], config_path: Path | None, home: str | None, verbose: bo
     except ConfigError as exc:
         raise CannotStart(f"{role.config_prefix}{exc} (runbook: {role.name}-start-failed)") from None
     try:
-        role.run(config)
+        role.run(config, stopping)
     except role.start_failed as exc:
         raise CannotStart(str(exc)) from None
 
 
-def serve_until_signal(
-    stop: Callable[[], None],
-    tick: Callable[[], None] | None = None,
-    every: float = 1.0,
-    done: threading.Event | None = None,
-) -> None:
-    """Block until SIGTERM or SIGINT (or `done` is set), calling `tick` every `every` seconds; then
-    call `stop` (which removes the role's sockets and releases its lock).
+def stop_on_signals() -> threading.Event:
+    """Install SIGTERM and SIGINT handlers that set the returned event (and log the signal once).
 
     Must be called from the main thread (signal handlers can only be set there).
     """
-    finished = done or threading.Event()
+    stopping = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
         del frame
-        log.info("stopping on signal %d", signum)
-        finished.set()
+        if not stopping.is_set():
+            log.info("stopping on signal %d", signum)
+        stopping.set()
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    return stopping
+
+
+def serve_until_signal(
+    stop: Callable[[], None],
+    done: threading.Event,
+    tick: Callable[[], None] | None = None,
+    every: float = 1.0,
+) -> None:
+    """Block until `done` is set (`stop_on_signals` sets it on SIGTERM or SIGINT, also while the role
+    was starting), calling `tick` every `every` seconds; then call `stop` (which removes the role's
+    sockets and releases its lock).
+    """
     try:
-        while not finished.wait(every):
+        while not done.wait(every):
             if tick is not None:
                 tick()
     finally:

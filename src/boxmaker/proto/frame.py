@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 from boxmaker.proto.errors import FrameTooLarge, FrameTruncated
 
@@ -56,25 +57,34 @@ def send_frame(sock: socket.socket, payload: bytes) -> None:
     sock.sendall(pack(payload))
 
 
-def recv_frame(sock: socket.socket) -> bytes:
+def recv_frame(sock: socket.socket, deadline: float | None = None) -> bytes:
     """Read one frame's payload from a connected socket.
+
+    Args:
+        deadline: a `time.monotonic` moment by which the whole frame must have arrived (None: each
+            read waits as long as the socket's own timeout).
 
     Raises:
         FrameTooLarge: when the header announces more than `MAX_FRAME` (nothing more is read).
         FrameTruncated: when the peer closes early.
-        OSError: on socket errors and timeouts.
+        OSError: on socket errors and timeouts (`TimeoutError` once `deadline` has passed).
     """
-    header = _recv_exact(sock, _HEADER.size)
+    header = _recv_exact(sock, _HEADER.size, deadline)
     (size,) = _HEADER.unpack(header)
     if size > MAX_FRAME:
         raise FrameTooLarge(size, MAX_FRAME)
-    return _recv_exact(sock, size)
+    return _recv_exact(sock, size, deadline)
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytes:
     chunks: list[bytes] = []
     got = 0
     while got < size:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the frame did not arrive in time ({got:,} of {size:,} bytes)")
+            sock.settimeout(left)
         chunk = sock.recv(min(size - got, 1 << 20))
         if not chunk:
             raise FrameTruncated(got, size)

@@ -4,12 +4,15 @@
 - Append-only JSONL: one `write` per line on an O_APPEND descriptor, fsync when asked; a torn last line
   (no final newline) is set aside into ``<name>.torn`` by the file's writer on open, never skipped in the
   middle. Readers count only complete lines.
+- An append that fails (a full disk: `disk_full`) is cut back to the file's size before it, so a
+  refused write leaves no torn tail behind.
 - Folders 0700, files 0600.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -18,6 +21,13 @@ from boxmaker.proto.errors import BoxmakerError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: The errors of a file system with no room left: no space, or the owner's quota reached.
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def disk_full(exc: BaseException) -> bool:
+    """True when `exc` says the file system has no room left (`FULL`)."""
+    return isinstance(exc, OSError) and exc.errno in FULL
 
 
 def ensure_dir(path: Path) -> None:
@@ -51,8 +61,11 @@ def ensure_file(path: Path, initial: bytes = b"") -> bool:
     try:
         _write_all(fd, initial)
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        path.unlink(missing_ok=True)  # it did not exist: leave nothing half-written
+        raise
+    os.close(fd)
     fsync_dir(path.parent)
     return True
 
@@ -127,25 +140,28 @@ def append_line(path: Path, line: bytes, sync: bool = True) -> int:
         raise ValueError("a JSONL line cannot contain a newline")
     if not ends_with_newline(path):
         set_aside_torn_tail(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-    try:
-        before = os.fstat(fd).st_size
-        _write_all(fd, line + b"\n")
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    return before
+    return append_bytes(path, line + b"\n", sync)
 
 
 def append_bytes(path: Path, data: bytes, sync: bool = True) -> int:
-    """Append `data` with a single write; fsync when `sync`. Returns the size before, in bytes."""
+    """Append `data` with a single write; fsync when `sync`. Returns the size before, in bytes.
+
+    Raises:
+        OSError: when the write or the fsync fails; the file is then cut back to its size before
+            (best effort), so no part of `data` stays behind.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
     try:
         before = os.fstat(fd).st_size
-        _write_all(fd, data)
-        if sync:
-            os.fsync(fd)
+        try:
+            _write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, before)
+                os.fsync(fd)
+            raise
     finally:
         os.close(fd)
     return before
@@ -241,6 +257,11 @@ class FileLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        """True while this process holds the lock."""
+        return self._fd is not None
 
     def release(self) -> None:
         """Release the lock (idempotent)."""

@@ -13,13 +13,14 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Annotated, Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
 
 from boxmaker.proto.errors import ConfigError
 from boxmaker.proto.home import Layout, resolve_home
+from boxmaker.proto.wire import Limits
 
 T = TypeVar("T")
 
@@ -125,6 +126,26 @@ def _allowed(kind: type, at: str) -> list[str] | None:
     if isinstance(info, msgspec.inspect.LiteralType):
         return [str(v) for v in info.values]
     return None
+
+
+class SocketLimits(msgspec.Struct, forbid_unknown_fields=True):
+    """The keys every role's ``[limits]`` table has for its sockets (`wire.Limits`)::
+
+        [limits]
+        connections = 64      # connections served at once per socket (1 to 4,096); one more is
+                              # answered `busy` and the caller asks again
+        idle_s = 10           # seconds a connection may take to send its request (0.1 to 3,600)
+
+    A role whose ``[limits]`` has more keys subclasses it (loopd).
+    """
+
+    connections: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
+    idle_s: Annotated[float, msgspec.Meta(ge=0.1, le=3600.0)] = 10.0
+
+    @property
+    def sockets(self) -> Limits:
+        """The limits as `wire.FrameServer` takes them."""
+        return Limits(connections=self.connections, idle_s=self.idle_s)
 
 
 def packaged_starter(name: str) -> Path:

@@ -1,5 +1,5 @@
-"""``bxctl memory archive``, ``export``, ``import`` and ``replay``: the archive, bundles of the item store,
-and the journal replayed (seed 003; issue 6).
+"""``bxctl memory archive``, ``export``, ``import``, ``replay`` and ``repair``: the archive, bundles of the
+item store, the journal replayed (seed 003; issue 6), and damaged files restored from it.
 """
 
 from __future__ import annotations
@@ -104,3 +104,27 @@ def memory_replay(state: State, into: Path, memory_socket: Path | None, as_json:
     client.emit(
         client.admin(memory_socket_path(state, memory_socket), "replay", str(into.absolute())), as_json
     )
+
+
+@click.command(name="repair")
+@click.option(
+    "--yes", is_flag=True, help="Restore the files the plan names (journalled); without it, nothing changes."
+)
+@memory_socket_option
+@json_option
+@pass_state
+def memory_repair(state: State, yes: bool, memory_socket: Path | None, as_json: bool) -> None:
+    """Show what the journal would restore of the damage memoryd finds in its files (a file cut short,
+    garbage in items.jsonl, …); with --yes, restore it, each file one journalled edit.
+
+    Without --yes nothing changes. What the journal does not hold (soul.md, the journal itself) is
+    named with what to do instead (docs/runbook.md, memory-damaged).
+
+    \b
+    Example:
+        bxctl memory repair
+        found: notes.md ends at byte 620, inside what edit 2026-09-24-0005 appended (bytes 512 to 640): ...
+        notes.md: restore it from the journal (620 -> 640 bytes: 1 note put back, ...)
+        bxctl memory repair --yes
+    """
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "repair", args={"yes": yes}), as_json)

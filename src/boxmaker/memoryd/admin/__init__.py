@@ -39,21 +39,29 @@
 | warm | arg: item id | undoes autodream's `cool` (`itemops.warm` as the owner) |
 | dream-show | arg: a pass's session ("" = every staged pass) | staged autodream passes (`dream`) |
 | dream-apply, dream-discard | arg: a pass's session | applies each staged action (all checks) or closes it |
+| repair | args: {"yes": bool} | what the journal restores of the damage found; with yes, restores it |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
-saying ``refused:<reason>``.
+saying ``refused:<reason>``; a command that meets a full disk answers ``refused:disk-full`` (the
+journal has undone its commit).
 """
 
 from __future__ import annotations
 
-from boxmaker.memoryd.admin import bundle, dream, edits, erase, items, review, status, withdrawal
+import logging
+
+from boxmaker.memoryd.admin import bundle, dream, edits, erase, items, repair, review, status, withdrawal
 from boxmaker.memoryd.admin.command import Command
 from boxmaker.memoryd.memory import Memory
+from boxmaker.memoryd.sentences.damage import DISK_FULL
+from boxmaker.proto import fsio
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 
-_FAMILIES = (status, edits, items, withdrawal, bundle, erase, review, dream)
+LOG = logging.getLogger("boxmaker.memoryd")
+
+_FAMILIES = (status, edits, items, withdrawal, bundle, erase, review, dream, repair)
 
 #: Every owner command by name (each declared with its arguments by its family module).
 COMMANDS: dict[str, Command] = {command.name: command for family in _FAMILIES for command in family.COMMANDS}
@@ -74,4 +82,10 @@ def handle(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
         raise InvalidBody("memory_admin", f"{request.command} takes no argument {unknown[0]!r}")
     if request.arg and not command.takes_arg:
         raise InvalidBody("memory_admin", f"{request.command} takes no arg, not {request.arg[:40]!r}")
-    return command.run(memory, request)
+    try:
+        return command.run(memory, request)
+    except OSError as exc:
+        if not fsio.disk_full(exc):
+            raise
+        LOG.error("disk-full: the owner's %s was refused: %s", request.command, exc)
+        return MemoryAdminReply(DISK_FULL.sentence, {"code": DISK_FULL.code})

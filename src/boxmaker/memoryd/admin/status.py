@@ -37,14 +37,32 @@ def _status(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     except sqlite3.Error as exc:
         data["index"] = None
         text = f"memoryd {os.getpid()} serving {memory.config.home}: the index cannot be read ({exc})"
-        return MemoryAdminReply(f"{text}; review {review_state}", data)
+        return MemoryAdminReply(f"{text}; review {review_state}{_health(memory, data)}", data)
     data["index"] = {"logs": counts.logs, "records": counts.records, "notes": counts.notes}
     building = "" if data["index_ready"] else " (still catching up)"
     text = (
         f"memoryd {os.getpid()} serving {memory.config.home}: {counts.records:,} records from "
         f"{counts.logs:,} logs and {counts.notes:,} notes indexed{building}; review {review_state}"
     )
-    return MemoryAdminReply(text, data)
+    return MemoryAdminReply(text + _health(memory, data), data)
+
+
+def _health(memory: Memory, data: dict[str, Any]) -> str:
+    """The lines status adds for damage found at start (`startcheck`) and an index behind the notes
+    (a write the index could not take), also set in `data` (``damage``, ``index_behind``)."""
+    findings = memory.checkpoints.findings
+    data["damage"] = [{"file": f.file, "text": f.sentence} for f in findings]
+    data["index_behind"] = memory.index.behind or None
+    lines = ""
+    if findings:
+        more = f" (and {len(findings) - 1} more: bxctl memory repair lists them)" if len(findings) > 1 else ""
+        lines += f"\nDAMAGED: {findings[0].sentence}{more}"
+    if memory.index.behind:
+        lines += (
+            f"\nINDEX BEHIND: notes were written that the index could not take ({memory.index.behind}); "
+            "the next recall indexes them (runbook: disk-full)"
+        )
+    return lines
 
 
 def _log(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:

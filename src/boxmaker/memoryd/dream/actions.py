@@ -18,6 +18,7 @@ from boxmaker.memoryd.files.journal import Change, Journal, Reserved, read_jsonl
 from boxmaker.memoryd.items.projections import Excluded
 from boxmaker.memoryd.sentences import OK, Refusal, capture, dream, identity
 from boxmaker.memoryd.write import itemops
+from boxmaker.memoryd.write.actions import surrogates
 from boxmaker.memoryd.write.answer import Answer, Caller, guarded
 from boxmaker.memoryd.write.writer import Writer
 
@@ -129,6 +130,8 @@ def parse(arguments: dict[str, Any]) -> Action | Refusal:
         parsed: Action = msgspec.convert(arguments, Action, strict=True)
     except msgspec.ValidationError as exc:
         return identity.arguments(str(exc).replace("`$.", "`"))
+    except UnicodeEncodeError:
+        return surrogates(arguments) or identity.arguments("the arguments are not valid Unicode")
     if isinstance(parsed, DreamInput) and parsed.date is not None and not is_day(parsed.date):
         return dream.DREAM_DATE
     if isinstance(parsed, Assign):

@@ -59,6 +59,8 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Iterable
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +74,9 @@ from boxmaker.memoryd.erase.rules import (
     short_remains,
 )
 from boxmaker.memoryd.erase.scope import (
+    Covered,
     Holdings,
+    Scope,
     check_sessions,
     covered,
     held_arg,
@@ -285,49 +289,73 @@ def execute(holdings: Holdings, args: dict[str, Any]) -> dict[str, Any] | Refusa
         if refused is not None:
             return refused
         texts = found.texts | {t.strip() for t in extra if t.strip()}
-        scrubber = Scrubber(texts, erasure_id, scope.anchors)
-        rules = Rules(scrubber, scope, frozenset(found.items), frozenset(found.note_keys))
-        results = _scrub_memory(memory_dir, rules)
-        results[INDEX_HOLDER] = _rebuild_index(holdings, scrubber)
-        holders = [*others]
-        for ref in dict.fromkeys([*FIXED_HOLDERS, *results]):
-            result, limitation = results.get(ref, (COMPLETED, None))
-            replacements = _replacements_of(ref, found.replacements)
-            holders.append(erasure.holder(ref, result, limitation, replacements))
-        holders.extend(_erase_exports(holdings, scrubber))
-        tombstone = {
-            "erasure_id": erasure_id,
-            "record_type": erasure.RECORD_TYPE,
-            "scope_refs": sorted(set(scope.items) | set(found.items)) + list(scope.sessions),
-            "authority_ref": authority,
-            "decided_at": decided_at,
-            "executed_at": _stamp(holdings.now()),
-            "holders": holders,
-        }
-        event = {"event": "erase", "time": now, "erasure": erasure_id, "ids": found.items}
-        appends = [Append(ERASURES_FILE, encode_line(tombstone) + b"\n")]
-        if found.items:
-            appends.append(Append(ITEMS_FILE, encode_line(event) + b"\n"))
-        entry: dict[str, Any] = {
-            "session": OWNER_SESSION,
-            "call": "",
-            "untrusted": False,
-            "action": "erase",
-            "file": ERASURES_FILE,
-            "where": ERASURES_FILE,
-            "before": [],
-            "after": [],
-            "tombstone": tombstone,
-            "events": [event] if found.items else [],
-            # the identity files as the erasure left them (an entry equal to an erased text is
-            # removed, not marked), so a replay of the journal reproduces them
-            "identity": {
-                name: list(holdings.store.read_identity(spec).entries) for name, spec in BY_NAME.items()
-            },
-        }
-        holdings.journal.commit(Change(entry, appends))
+        marked = holdings.checkpoints.erasing(erasure_id) if holdings.checkpoints else nullcontext()
+        with marked:
+            tombstone = _scrub_and_commit(
+                holdings, scope, found, _Run(texts, erasure_id, authority, decided_at, now, others)
+            )
         holdings.reserved.discard(erasure_id)
     log.info("erasure %s: %d items, %d sessions", erasure_id, len(found.items), len(scope.sessions))
+    return tombstone
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One erasure's own values: the texts to erase, its id and authority, its times, and the
+    other roles' holders."""
+
+    texts: set[str]
+    erasure_id: str
+    authority: str
+    decided_at: str
+    now: str
+    others: list[dict[str, Any]]
+
+
+def _scrub_and_commit(holdings: Holdings, scope: Scope, found: Covered, run: _Run) -> dict[str, Any]:
+    """Scrub every file under memory/, rebuild the index, and commit the tombstone (the caller holds
+    the write lock, and the checkpoints mark the erasure in progress). Returns the tombstone."""
+    scrubber = Scrubber(run.texts, run.erasure_id, scope.anchors)
+    rules = Rules(scrubber, scope, frozenset(found.items), frozenset(found.note_keys))
+    results = _scrub_memory(holdings.layout.memory, rules)
+    results[INDEX_HOLDER] = _rebuild_index(holdings, scrubber)
+    holders = [*run.others]
+    for ref in dict.fromkeys([*FIXED_HOLDERS, *results]):
+        result, limitation = results.get(ref, (COMPLETED, None))
+        replacements = _replacements_of(ref, found.replacements)
+        holders.append(erasure.holder(ref, result, limitation, replacements))
+    holders.extend(_erase_exports(holdings, scrubber))
+    tombstone = {
+        "erasure_id": run.erasure_id,
+        "record_type": erasure.RECORD_TYPE,
+        "scope_refs": sorted(set(scope.items) | set(found.items)) + list(scope.sessions),
+        "authority_ref": run.authority,
+        "decided_at": run.decided_at,
+        "executed_at": _stamp(holdings.now()),
+        "holders": holders,
+    }
+    event = {"event": "erase", "time": run.now, "erasure": run.erasure_id, "ids": found.items}
+    appends = [Append(ERASURES_FILE, encode_line(tombstone) + b"\n")]
+    if found.items:
+        appends.append(Append(ITEMS_FILE, encode_line(event) + b"\n"))
+    entry: dict[str, Any] = {
+        "session": OWNER_SESSION,
+        "call": "",
+        "untrusted": False,
+        "action": "erase",
+        "file": ERASURES_FILE,
+        "where": ERASURES_FILE,
+        "before": [],
+        "after": [],
+        "tombstone": tombstone,
+        "events": [event] if found.items else [],
+        # the identity files as the erasure left them (an entry equal to an erased text is
+        # removed, not marked), so a replay of the journal reproduces them
+        "identity": {
+            name: list(holdings.store.read_identity(spec).entries) for name, spec in BY_NAME.items()
+        },
+    }
+    holdings.journal.commit(Change(entry, appends))
     return tombstone
 
 

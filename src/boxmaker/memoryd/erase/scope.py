@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from boxmaker.memoryd.files.checkpoint import Checkpoints
 from boxmaker.memoryd.files.journal import Journal, read_jsonl
 from boxmaker.memoryd.files.names import ERASURES_FILE
 from boxmaker.memoryd.files.notes import parse as parse_notes
@@ -36,7 +37,8 @@ Reservations: TypeAlias = set[str]
 class Holdings:
     """What an erasure reaches in memoryd (seed 003 section 12.3): the home's layout (memory/,
     sessions/, index/), the memory files and journal, the write lock, the index it rebuilds, the
-    reserved erasure ids and the clock."""
+    reserved erasure ids and the clock; and the checkpoints, which mark the erasure in progress while
+    it scrubs files in place (None: nothing is marked)."""
 
     layout: Layout
     store: Store
@@ -45,6 +47,7 @@ class Holdings:
     index: Index
     reserved: Reservations
     now: Callable[[], dt.datetime]
+    checkpoints: Checkpoints | None = None
 
 
 @dataclass(frozen=True, slots=True)

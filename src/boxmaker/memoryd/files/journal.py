@@ -10,11 +10,16 @@ durably) listing every append with the file's size before it, and the identity f
 after. Then it performs the steps and removes the intent. At start, a leftover intent is carried
 forward: each append is completed (a torn one is cut back and written again), and the identity file is
 written when it still holds the text before or after the edit (never over a later change by hand).
+
+A step that fails (a full disk) undoes the commit: the appends are cut back to their offsets and the
+intent removed, so the caller can say that nothing was written. Each line also records where its
+appends landed (``appended``: file, offset, length, SHA-256), which the start-up check verifies.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -24,10 +29,21 @@ from typing import Any
 
 from boxmaker.memoryd.files.names import INTENT
 from boxmaker.proto import fsio
-from boxmaker.proto.errors import InvalidId
+from boxmaker.proto.errors import BoxmakerError, InvalidId
 from boxmaker.proto.ids import edit_id, parse_edit_id
 
 log = logging.getLogger("boxmaker.memoryd.journal")
+
+
+class CommitPending(BoxmakerError):
+    """Raised when a commit's write failed and its appends could not be cut back: the intent stays,
+    and the change is completed at the next start (`Journal.recover`)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(
+            f"a write failed and could not be undone ({cause.strerror or cause}); "
+            "it is completed at memoryd's next start"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,23 +134,32 @@ class Journal:
         return Reserved(self.next_id(moment.date()), moment)
 
     def commit(self, change: Change) -> dict[str, Any]:
-        """Apply `change` durably and return its journal line (with `id` and `time`).
+        """Apply `change` durably and return its journal line (with `id` and `time`, and `appended`:
+        where each of its appends landed, for the start-up check).
+
+        Once the journal line and every file of the change are written, the change is made: what the
+        listeners do after it (the projections) is logged when it fails, never raised.
 
         Raises:
-            OSError: when a write fails; the intent then completes the change at the next start.
+            OSError: when a write fails (a full disk: `fsio.disk_full`); every file is then as it was
+                before (the appends are cut back, the intent removed): nothing was written.
+            CommitPending: when a write failed and could not be undone; the intent completes the
+                change at the next start.
         """
         reserved = change.reserved or self.reserve()
         moment = reserved.moment
-        line = {"id": reserved.id, "time": reserved.time, **change.entry}
-        journal = Append(f"edits/{moment:%Y-%m}.jsonl", encode_line(line) + b"\n")
-        steps = [journal, *change.appends]
-        for step in steps:
-            path = self.memory_dir / step.path
+        journal_path = f"edits/{moment:%Y-%m}.jsonl"
+        for name in dict.fromkeys([journal_path, *(a.path for a in change.appends)]):
+            path = self.memory_dir / name
             if path.suffix == ".jsonl" and not fsio.ends_with_newline(path):
                 tail = fsio.set_aside_torn_tail(path)
                 log.warning(
                     "set aside a line without its newline at the end of %s (%d bytes)", path, len(tail)
                 )
+        line = {"id": reserved.id, "time": reserved.time, **change.entry}
+        if change.appends:
+            line["appended"] = [appended(a, _size(self.memory_dir / a.path)) for a in change.appends]
+        steps = [Append(journal_path, encode_line(line) + b"\n"), *change.appends]
         intent = {
             "appends": [
                 {"path": a.path, "offset": _size(self.memory_dir / a.path), "data": a.data.decode("utf-8")}
@@ -149,11 +174,43 @@ class Journal:
             },
         }
         fsio.atomic_write(self.memory_dir / INTENT, encode_line(intent))
-        self._carry_out(intent)
+        try:
+            self._carry_out(intent)
+        except OSError:
+            if self._undo(intent):
+                raise
+            log.warning("a write failed after %s's change was complete; it stands", reserved.id)
         (self.memory_dir / INTENT).unlink()
-        for listener in self.listeners:
-            listener(line)
+        self._tell(line)
         return line
+
+    def _undo(self, intent: dict[str, Any]) -> bool:
+        """After a failed step: cut every append back and remove the intent, unless the rewrite had
+        already replaced its file (then the change is made: returns False).
+
+        Raises:
+            CommitPending: an append could not be cut back (the intent stays, for the next start).
+        """
+        rewrite = intent.get("rewrite")
+        if rewrite and _text(self.memory_dir / rewrite["path"]) == rewrite["after"]:
+            return False
+        try:
+            for step in reversed(intent["appends"]):
+                path = self.memory_dir / step["path"]
+                if _size(path) > step["offset"]:
+                    fsio.truncate(path, step["offset"])
+            (self.memory_dir / INTENT).unlink()
+            fsio.fsync_dir(self.memory_dir)
+        except OSError as exc:
+            raise CommitPending(exc) from exc
+        return True
+
+    def _tell(self, line: dict[str, Any]) -> None:
+        for listener in self.listeners:
+            try:
+                listener(line)
+            except Exception:
+                log.exception("edit %s is made, but what follows it failed (it is redone later)", line["id"])
 
     def recover(self) -> bool:
         """Carry forward an intent left by a crash. Returns True when there was one."""
@@ -255,6 +312,21 @@ def encode_line(value: dict[str, Any]) -> bytes:
 
 def _stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def appended(append: Append, at: int) -> dict[str, Any]:
+    """What a journal line records of one of its appends (``appended``): the file, the offset it
+    starts at, its length in bytes and its SHA-256, so the start-up check can verify that the file
+    still holds it."""
+    data = append.data
+    return {"file": append.path, "at": at, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _size(path: Path) -> int:

@@ -15,6 +15,11 @@ RECALLS_DIR = "recalls"
 #: The journal's intent file: written before a commit's steps, removed after (`journal`).
 INTENT = ".intent.json"
 LOCK_FILE = ".lock"
+#: The last good state the start-up check verified (`checkpoint`), and an erasure in progress.
+CHECKPOINT = ".checkpoint.json"
+ERASING = ".erasing.json"
+#: Where `bxctl memory repair` replays the journal before it restores a file (removed after).
+REPAIR_DIR = ".repair"
 
 # The memory protocol (seed 003): items, controls, erasures, feedback, proposals and projections.
 ITEMS_FILE = "items.jsonl"

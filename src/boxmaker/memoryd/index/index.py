@@ -99,6 +99,7 @@ class Index:
         self._notes_hash = hashlib.sha256()
         self._notes_bytes = 0
         self._notes_stat: Stat = None
+        self._behind = ""  # why notes memoryd wrote are not indexed yet ("" when none are)
         self._ready = threading.Event()
         self._ready.set()
         self._waiting: set[str] = set()
@@ -255,11 +256,31 @@ class Index:
     # Notes -----------------------------------------------------------------------------------------
 
     def add_notes(self, notes: Sequence[Note], data: bytes) -> None:
-        """Index notes just appended to notes.md as `data` (the writer calls this, in append order).
+        """Index notes just appended to notes.md as `data` (the writer calls this, in append order,
+        after the journal commit that wrote them: so it never raises).
 
         When notes.md is not what the index knew plus `data` (the owner edited it meanwhile), every
-        note is indexed again instead.
+        note is indexed again instead. When the index cannot take them (a full disk, a damaged file)
+        the failure is logged and the index is `behind`: the next recall (`refresh_notes`) and the next
+        start index them again.
         """
+        try:
+            self._add_notes(notes, data)
+        except (sqlite3.Error, OSError) as exc:
+            self._behind = str(exc)
+            log.error(
+                "memory-index-behind: %d note(s) were written but not indexed (%s); they are indexed "
+                "before the next recall answers",
+                len(notes),
+                exc,
+            )
+
+    @property
+    def behind(self) -> str:
+        """Why notes memoryd wrote are not in the index yet ("" when the index has every one)."""
+        return self._behind
+
+    def _add_notes(self, notes: Sequence[Note], data: bytes) -> None:
         with self._lock:
             now = _stat(self.notes)
             if now == self._notes_stat:
@@ -287,10 +308,18 @@ class Index:
             self._load_notes_state(data, stat)
 
     def refresh_notes(self) -> None:
-        """`sync_notes` when notes.md changed since memoryd last wrote or read it (recall calls this,
-        so a note the owner deleted by hand is not recalled)."""
-        if _stat(self.notes) != self._notes_stat:
+        """`sync_notes` when notes.md changed since memoryd last wrote or read it, or when notes could
+        not be indexed (`behind`) (recall calls this, so a note the owner deleted by hand is not
+        recalled, and a note written while the index could not take it is).
+
+        Raises:
+            sqlite3.Error: the index still cannot take them (it stays `behind`).
+        """
+        if self._behind or _stat(self.notes) != self._notes_stat:
             self.sync_notes()
+            if self._behind:
+                log.info("memory-index-behind: the notes are indexed again")
+            self._behind = ""
 
     def _load_notes_state(self, data: bytes, stat: Stat) -> None:
         """What the index has seen of notes.md: `data`, read at `stat`. An append made after that

@@ -153,7 +153,11 @@ class Recaller:
         reading = self._read(hits)
         if isinstance(reading, Refusal):
             return reading
-        retrieval = self._log(session, text, k, hits, reading, owner=owner, bench=bench)
+        try:
+            retrieval = self._log(session, text, k, hits, reading, owner=owner, bench=bench)
+        except OSError as exc:  # a full disk: the recall still answers, without a retrieval record
+            log.error("the recall log cannot be written, so this recall has no retrieval id: %s", exc)
+            retrieval = ""
         if not hits:
             return RecallResult(identity.no_matches(text), hit_text.result_label([]), (), retrieval=retrieval)
         fields = [skeptic.fields(i, reading.current.get(i.id)) if i else "" for i in reading.items]

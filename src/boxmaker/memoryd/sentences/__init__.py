@@ -10,6 +10,8 @@
 - `promotion`: Promotion: `propose` and the owner's decisions on proposals (seed 003 sections 17, 23.5).
 - `review`: Skeptical recall, review, metamemory: retrievals, feedback (seed 003 sections 15.2, 16, 23).
 - `dream`: Autodream's maintenance actions and staging (seed 003 section 14).
+- `damage`: A full disk, damage found at start, and `bxctl memory repair` (docs/runbook.md
+  ``disk-full`` and ``memory-damaged``).
 
 A sentence is fixed apart from the numbers, file names and ids it names; tests assert the exact text
 (tests/sentences.snapshot.json pins every one). The model reads `output`; programs branch on `code`.
@@ -41,6 +43,7 @@ class Code:
     DAMAGED: Final = "refused:damaged"
     DECIDED: Final = "refused:decided"
     DENIED: Final = "refused:denied"
+    DISK_FULL: Final = "refused:disk-full"
     DUPLICATE: Final = "refused:duplicate"
     EMPTY: Final = "refused:empty"
     ERASED: Final = "refused:erased"

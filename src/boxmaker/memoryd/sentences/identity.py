@@ -98,6 +98,17 @@ def field_refused(field: str, rule: str, sentence: str) -> Refusal:
     return Refusal(f"refused:{rule}", f"refused ({rule}): in the field `{field}`, {why}")
 
 
+def surrogate_name(where: str) -> Refusal:
+    """The name of an argument holds a lone surrogate code point (DESIGN 10.6 rule 1 on the call's
+    names); `where` is the path of the object holding it ("" for the arguments themselves)."""
+    inside = f" in `{where}`" if where else ""
+    return Refusal(
+        "refused:surrogate",
+        f"refused (surrogate): the name of an argument{inside} contains a lone surrogate code point, "
+        "which is not a character; nothing was written",
+    )
+
+
 def arguments(why: str) -> Refusal:
     """The call's arguments do not have the tool's shape; `why` names the field."""
     return Refusal(Code.ARGUMENTS, f"invalid arguments: {why}")
@@ -166,6 +177,14 @@ NOTHING_TO_UNDO = Refusal(Code.NOT_FOUND, "no edit of memory.md or user.md to un
 def no_edit(edit: str) -> Refusal:
     """`bxctl memory undo EDIT` names an edit the journal does not hold."""
     return Refusal(Code.NOT_FOUND, f"no edit {edit} in the journal")
+
+
+def repair_not_undoable(edit: str) -> Refusal:
+    """The edit is a ``bxctl memory repair``, which put back what earlier edits left (undo those)."""
+    return Refusal(
+        Code.NOT_UNDOABLE,
+        f"{edit} is a repair, which put back what the journal's earlier edits left; undo those instead",
+    )
 
 
 def not_undoable(edit: str, where: str) -> Refusal:

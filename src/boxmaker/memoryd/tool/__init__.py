@@ -14,10 +14,13 @@ entry of `ACTIONS`, declared by its handler module beside its argument parse and
 | `feedback` | feedback |
 | `maintenance` | dream-input, supersede, mark, cool, merge, assign (a maintenance run only) |
 
-The order is fixed: the tool's name, then the maintenance gate (`maintenance.gate`: the maintenance
+The order is fixed: a lone surrogate in an argument's name or in the ``action`` value
+(``refused:surrogate``, `write.actions.surrogates`: such text cannot be compared with a name), the
+tool's name, then the maintenance gate (`maintenance.gate`: the maintenance
 actions only in a running maintenance job, the identity actions and forget never in one), then the
 action's parse (its ``refused:arguments`` and other shape refusals), then its apply. An action name
-the table does not hold goes to `identity.DEFAULT`, whose parse names the field that is wrong.
+the table does not hold goes to `identity.DEFAULT`, whose parse names the field that is wrong. A
+write that meets a full disk answers ``refused:disk-full`` (the journal has undone its commit).
 
 Adding an action: a handler module with its `Action` (or an entry in one), one line in `_MODULES`, its
 sentences in `sentences`, its argument shape in brokerd's `arguments` and the tool schema in loopd's
@@ -26,13 +29,20 @@ sentences in `sentences`, its argument shape in brokerd's `arguments` and the to
 
 from __future__ import annotations
 
+import logging
+
 from boxmaker.memoryd.memory import Memory
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.sentences import identity as identity_sentences
+from boxmaker.memoryd.sentences.damage import DISK_FULL
 from boxmaker.memoryd.tool import feedback, forget, identity, maintenance, propose, read, recall, tiers
 from boxmaker.memoryd.tool.action import Action
 from boxmaker.memoryd.tool.call import Call, refuse
+from boxmaker.memoryd.write.actions import surrogates
+from boxmaker.proto import fsio
 from boxmaker.proto.messages import MemoryCall, ToolResponse
+
+LOG = logging.getLogger("boxmaker.memoryd")
 
 _MODULES = (identity, read, tiers, forget, propose, feedback, maintenance)
 
@@ -49,6 +59,10 @@ def lookup(name: object) -> Action:
 def call(memory: Memory, message: MemoryCall) -> ToolResponse:
     """Run a decided `recall` or `memory` call with the session's state (module docstring)."""
     decided = Call.of(message)
+    named = decided.arguments
+    refused = surrogates(named, values=False) or surrogates({"action": named.get("action")})
+    if refused is not None:
+        return refuse(decided, refused)
     if decided.tool == "recall":
         return recall.run(memory, decided)
     if decided.tool != "memory":
@@ -62,4 +76,10 @@ def call(memory: Memory, message: MemoryCall) -> ToolResponse:
     parsed = action.parse(decided)
     if isinstance(parsed, Refusal):
         return refuse(decided, parsed)
-    return action.apply(memory, decided, parsed)
+    try:
+        return action.apply(memory, decided, parsed)
+    except OSError as exc:
+        if not fsio.disk_full(exc):
+            raise
+        LOG.error("disk-full: %s %s was refused, nothing was written: %s", decided.tool, decided.call_id, exc)
+        return refuse(decided, DISK_FULL)

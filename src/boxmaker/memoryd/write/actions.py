@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
-from boxmaker.memoryd.check.rules import check_text
+from boxmaker.memoryd.check.rules import check_text, sentence_for
 from boxmaker.memoryd.files.edits import Item
 from boxmaker.memoryd.sentences import Refusal, capture, identity
 
@@ -104,11 +104,52 @@ _LENGTH = re.compile(r"^Expected `(str|array)` of length ([<>]=) ([0-9]+) - at `
 
 
 def convert(value: dict[str, Any], kind: Any) -> Any:
-    """`value` as the msgspec type `kind` (strict), or ``refused:arguments`` naming the field."""
+    """`value` as the msgspec type `kind` (strict), or ``refused:arguments`` naming the field, or
+    ``refused:surrogate`` for a lone surrogate where a name or a fixed word is expected (`surrogates`)."""
     try:
         return msgspec.convert(value, kind, strict=True)
     except msgspec.ValidationError as exc:
         return identity.arguments(_clean(str(exc)))
+    except UnicodeEncodeError:
+        return surrogates(value) or identity.arguments("the arguments are not valid Unicode")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogates(arguments: object, *, values: bool = True) -> Refusal | None:
+    """``refused:surrogate`` for a lone surrogate code point (DESIGN 10.6 rule 1) in a name anywhere
+    in `arguments`, or (with `values`) in a value, else None. A name is refused with its own sentence;
+    a value with the write check's sentence naming its field (``entries[2].old``). A JSON decoder keeps
+    lone surrogates (``"\\ud800"``), and a name or fixed word that holds one cannot be compared or
+    encoded, so the front door refuses names before any other check (`tool.call`)."""
+    found = _surrogate_at(arguments, "", values)
+    if found is None:
+        return None
+    where, is_name = found
+    if is_name:
+        return identity.surrogate_name(where)
+    return identity.field_refused(where or "arguments", "surrogate", sentence_for("surrogate"))
+
+
+def _surrogate_at(value: object, where: str, values: bool) -> tuple[str, bool] | None:
+    """Where the first lone surrogate is: (the path of its value or of the object holding the name,
+    True for a name). Iterative, so arguments nested as deep as JSON allows are walked safely."""
+    stack: list[tuple[object, str]] = [(value, where)]
+    while stack:
+        current, path = stack.pop()
+        if isinstance(current, str):
+            if values and _SURROGATE.search(current):
+                return path, False
+        elif isinstance(current, dict):
+            for key in current:
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return path, True
+            inner = [(v, f"{path}.{k}" if path else str(k)) for k, v in current.items()]
+            stack.extend(reversed(inner))
+        elif isinstance(current, list):
+            stack.extend(reversed([(v, f"{path}[{n}]") for n, v in enumerate(current)]))
+    return None
 
 
 def _clean(message: str) -> str:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from boxmaker.memoryd import sentences
 from boxmaker.memoryd.files.store import FileUnreadable
 from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.sentences.damage import DISK_FULL
+from boxmaker.proto import fsio
 from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import DataClass, Label
 
@@ -56,9 +58,15 @@ class Answer:
 
 def guarded(apply: Callable[[], Answer]) -> Answer:
     """Run a write, turning a memory file that cannot be read into a refusal the model can read
-    (``refused:unavailable``, "…; nothing was written") instead of an error."""
+    (``refused:unavailable``, "…; nothing was written") instead of an error, and a full disk into
+    ``refused:disk-full`` (the journal has undone the commit: nothing was written)."""
     try:
         return apply()
     except FileUnreadable as exc:
         log.error("memory-unavailable: %s", exc)
         return Answer.refused(sentences.unavailable(str(exc)))
+    except OSError as exc:
+        if not fsio.disk_full(exc):
+            raise
+        log.error("disk-full: a write was refused, nothing was written: %s", exc)
+        return Answer.refused(DISK_FULL)

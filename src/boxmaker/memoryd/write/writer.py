@@ -330,6 +330,8 @@ class Writer:
         if target is None:
             return Answer.refused(identity.no_edit(wanted))
         where = target.get("where")
+        if target.get("action") == "repair":
+            return Answer.refused(identity.repair_not_undoable(wanted))
         if where not in UNDOABLE:
             return Answer.refused(identity.not_undoable(wanted, str(where)))
         if not isinstance(target.get("before"), list) or not isinstance(target.get("after"), list):
@@ -343,12 +345,13 @@ class Writer:
 
     def _latest_in_effect(self, where: str | None) -> dict[str, Any] | None:
         """The newest edit of `where` (None: of memory.md or user.md) that is not an undo and has
-        not been undone (an undo that was itself undone no longer counts)."""
+        not been undone (an undo that was itself undone no longer counts), nor a repair (which put
+        back the text an earlier edit left)."""
         undone: set[str] = set()
         for entry in self.journal.entries_newest_first():
             if entry.get("where") not in (BY_NAME if where is None else (where,)):
                 continue
-            if entry["id"] in undone:
+            if entry["id"] in undone or entry.get("action") == "repair":
                 continue
             if entry.get("action") == "undo":
                 undone.add(str(entry.get("undoes")))
