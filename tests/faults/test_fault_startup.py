@@ -73,7 +73,7 @@ def test_loopd_serves_within_seconds_when_the_model_server_never_answers(
         status = wait_answers(process, LOOPD, home, timeout=25)
         assert time.monotonic() - started < 20
         assert isinstance(status, StatusReply)
-        assert "not answering" in status.detail
+        assert "model: not reachable at" in status.detail
     finally:
         assert stop(process) == 0
     assert "did not answer within 5 s" in log_of(LOOPD, home)
