@@ -48,6 +48,8 @@ class Code:
     ERASED: Final = "refused:erased"
     ERASURE_ID: Final = "refused:erasure-id"
     EXISTS: Final = "refused:exists"
+    FORMAT: Final = "refused:format"  # the write check's rule (issue 15), listed for the record
+    HEADING: Final = "refused:heading"  # the write check's rule (issue 15), listed for the record
     KIND: Final = "refused:kind"
     LENGTH: Final = "refused:length"
     LIMIT: Final = "refused:limit"
