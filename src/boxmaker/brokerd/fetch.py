@@ -107,11 +107,11 @@ def _page(response: httpx.Response, max_bytes: int, deadline: float) -> Output |
     body = bytearray()
     fired = threading.Event()
 
-    def cut() -> None:
+    def on_deadline() -> None:
         fired.set()
         _shut(response)
 
-    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), cut)
+    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), on_deadline)
     watchdog.daemon = True
     watchdog.start()
     try:

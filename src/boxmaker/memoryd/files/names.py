@@ -15,6 +15,8 @@ RECALLS_DIR = "recalls"
 #: The journal's intent file: written before a commit's steps, removed after (`journal`).
 INTENT = ".intent.json"
 LOCK_FILE = ".lock"
+#: The home's key for signing bundles (`bundle.signing`).
+BUNDLE_KEY = ".bundle.key"
 
 # The memory protocol (seed 003): items, controls, erasures, feedback, proposals and projections.
 ITEMS_FILE = "items.jsonl"
