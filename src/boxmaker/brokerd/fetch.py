@@ -44,7 +44,8 @@ def _hop_problem(url: httpx.URL, grant_id: str, hosts: tuple[str, ...]) -> str |
     if url.scheme not in ("http", "https"):
         return f"http_fetch follows only http and https, not {url.scheme or 'a relative URL'}"
     host = url.host.lower().rstrip(".")
-    if not hosts or not host_allowed(host, hosts):
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    if not hosts or not host_allowed(host, hosts, port):
         shown = host if HOST.match(host) else "a host that is not a plain host name"
         return f"the grant {grant_id} does not allow the host {shown}"
     return None
