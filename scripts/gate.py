@@ -1,4 +1,6 @@
-"""The one gate: format, lint, types, generated tables (the invisible ranges, the confusables), tests. CI runs the same (.ci/run).
+"""The one gate: format, lint, types, generated tables (invisible ranges, confusables), tests.
+
+CI runs the same (.ci/run).
 
 Usage: ``.venv/bin/python scripts/gate.py [pytest args...]``. Exits non-zero at the first failing step.
 """
