@@ -457,7 +457,8 @@ HOSTILE = [
 ANY_TEXT = st.text(
     alphabet=st.one_of(st.characters(exclude_categories=()), st.sampled_from(HOSTILE)), max_size=200
 )
-CODE_POINT_RULES = CONTENT_RULES[:4]
+#: The code point rules in order: ``format`` (issue 15) comes right after ``invisible``.
+CODE_POINT_RULES = (*CONTENT_RULES[:3], "format", CONTENT_RULES[3])
 
 
 def code_point_rule(cp: int) -> str | None:
@@ -467,6 +468,8 @@ def code_point_rule(cp: int) -> str | None:
         return "control"
     if is_invisible(cp):
         return "invisible"
+    if unicodedata.category(chr(cp)) in ("Cf", "Co") or cp == 0xFFFC:
+        return "format"
     return "noncharacter" if is_noncharacter(cp) else None
 
 
