@@ -1,4 +1,6 @@
-"""The one gate: format, lint, types, generated tables, tests. CI runs the same (.ci/run).
+"""The one gate: format, lint, types, generated tables (invisible ranges, confusables), tests.
+
+CI runs the same (.ci/run).
 
 Usage: ``.venv/bin/python scripts/gate.py [pytest args...]``. Exits non-zero at the first failing step.
 """
@@ -26,6 +28,7 @@ def main() -> int:
         ("lint", [python, "-m", "ruff", "check", *PATHS]),
         ("types", [python, "-m", "mypy", "--strict", "src"]),
         ("unicode table", [python, "scripts/make_unicode_tables.py", "--check"]),
+        ("confusables table", [python, "scripts/make_confusables_table.py", "--check"]),
         ("tests", [python, "-m", "pytest", "-q", "-W", "error", *PARALLEL, *sys.argv[1:]]),
     ]
     for name, command in steps:

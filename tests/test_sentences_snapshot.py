@@ -120,10 +120,11 @@ def sentences() -> dict[str, Any]:
 
 
 def check_sentences() -> dict[str, str]:
-    """The write check's fixed sentence of every content rule (DESIGN 10.6)."""
-    from boxmaker.memoryd.check.rules import CONTENT_RULES, sentence_for
+    """The write check's fixed sentence of every rule and refinement (DESIGN 10.6; ``secret`` and the
+    rules of issue 15 included)."""
+    from boxmaker.memoryd.check.rules import sentence_for, sentence_keys
 
-    return {rule: sentence_for(rule) for rule in CONTENT_RULES}
+    return {rule: sentence_for(rule) for rule in sentence_keys()}
 
 
 def codes() -> list[str]:

@@ -15,10 +15,13 @@ import pytest
 from item_helpers import archive, capture, commit_events, stamp, supersede, withdraw
 
 from boxmaker.memoryd.bundle import format as bundle
+from boxmaker.memoryd.bundle import signing
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.items import projections
 from boxmaker.memoryd.memory import excluded
 from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto import fsio
+from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 from conftest import Clock, bxctl_ok, spawn_memoryd, stop, wait_until_answers
 
@@ -259,6 +262,10 @@ def test_bxctl_archive_export_import_replay(home: Path, clock: Clock) -> None:
         assert "replayed the journal into" in replayed.stdout
         for name in ("items.jsonl", "index.md", "topics/launch.md"):
             assert (home.parent / "replayed" / name).read_bytes() == (home / "memory" / name).read_bytes()
+        # --trusted is honoured only for a bundle the importing home signed: moving a home's trust is
+        # copying its bundle key (issue 15 item 9).
+        fsio.ensure_dir(other / "memory")
+        fsio.ensure_file(other / "memory" / ".bundle.key", (home / "memory" / ".bundle.key").read_bytes())
         second = spawn_memoryd(other)
         wait_until_answers(second, other / "run" / "owner-memory" / "admin.sock")
         imported = bxctl_ok(other, "memory", "import", str(out), "--trusted")
@@ -337,9 +344,14 @@ def test_an_import_is_untrusted_unless_the_owner_says_trusted(
     shown = admin(target, "item", ids["new"]).text
     assert "  - imported: import:forged.json" in shown
     assert "· import:forged.json ·" in (target.config.layout.memory / "topics" / "host.md").read_text()
+    assert admin(target, "import", str(forged), trusted=True).data["signed"] == "another-home"
     other = opened(tmp_path / "c", clock)
+    key = service.config.layout.memory / ".bundle.key"
+    fsio.ensure_file(other.config.layout.memory / ".bundle.key", key.read_bytes())  # the owner's own key
+    assert signing.verify(json.loads(forged.read_text()), key.read_bytes()) == "changed"
     try:
-        assert admin(other, "import", str(path), trusted=True).data["code"] == "ok"
+        reply = admin(other, "import", str(path), trusted=True)
+        assert (reply.data["code"], reply.data["signed"], reply.data["trusted"]) == ("ok", "this-home", True)
         assert not other.memory.items.items()[ids["new"]].label.untrusted
         assert other.memory.items.items()[ids["web"]].label.untrusted
     finally:
@@ -357,8 +369,10 @@ def test_an_untrusted_import_cannot_lower_the_class(
     assert all(i.label.untrusted for i in target.memory.items.items().values())
     other = opened(tmp_path / "c", clock)
     try:
-        assert admin(other, "import", str(forged), trusted=True).data["code"] == "ok"
-        assert other.memory.items.items()[ids["new"]].label.data_class.value == "public"
+        reply = admin(other, "import", str(forged), trusted=True)  # an edited bundle claims "public"
+        assert (reply.data["code"], reply.data["trusted"]) == ("ok", False)
+        assert "--trusted is honoured only for a bundle this home signed" in reply.text
+        assert other.memory.items.items()[ids["new"]].label == Label(DataClass.PRIVATE, True)
     finally:
         other.close()
 

@@ -24,12 +24,15 @@ RULE = "Deploys wait for a green backup check."
 
 
 def call(
-    memory: Memoryd, arguments: dict[str, Any], *, session: str = "chat-a", untrusted: bool = False
+    memory: Memoryd,
+    arguments: dict[str, Any],
+    *,
+    session: str = "chat-a",
+    untrusted: bool = False,
+    taint: DataClass = DataClass.PRIVATE,
 ) -> ToolResponse:
     request = ToolRequest(session=session, call_id="c1", tool="memory", arguments=arguments)
-    return memory_tool.call(
-        memory.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=untrusted)
-    )
+    return memory_tool.call(memory.memory, MemoryCall(request=request, taint=taint, untrusted=untrusted))
 
 
 def propose(memory: Memoryd, refs: list[str], text: str = RULE) -> ToolResponse:
@@ -440,6 +443,26 @@ def test_an_untrusted_proposal_needs_the_owners_explicit_consent(home: Path, ser
     reply = admin(service, "proposal-accept", ident, untrusted_ok=True)
     assert reply.data["code"] == "ok", reply.text
     assert (home / "memory" / "conventions.md").read_text() == RULE + "\n"
+
+
+def test_a_proposal_from_a_secret_session_needs_the_owners_explicit_consent(
+    home: Path, service: Memoryd
+) -> None:
+    """The identity-write rule: a rule a session above private proposes reaches every session's
+    prompt only by the owner's explicit accept, journalled with its origin and class."""
+    ref = capture(service, "A red backup broke a deploy.")
+    arguments = {"action": "propose", "target": "conventions", "text": RULE, "refs": [ref]}
+    answer = call(service, {**arguments, "benefit": "b", "risk": "r"}, taint=DataClass.SECRET)
+    ident = proposal_id(answer)
+    before = files(home)
+    reply = admin(service, "proposal-accept", ident)
+    assert reply.data["code"] == "refused:confirm"
+    assert "which held secret data" in reply.text
+    assert files(home) == before
+    assert admin(service, "proposal-accept", ident, untrusted_ok=True).data["code"] == "ok"
+    line = journal(home)[-1]
+    assert line["class"] == "secret"
+    assert line["origin"] == {"kind": "session", "name": "chat-a", "class": "secret", "untrusted": False}
 
 
 def test_a_withdrawn_items_text_stays_out_of_the_items_listing(home: Path, service: Memoryd) -> None:

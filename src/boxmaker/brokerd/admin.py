@@ -16,6 +16,7 @@ commands. `text` escapes everything that came from outside (``proto.escape``); `
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from boxmaker.brokerd.broker import Broker
 from boxmaker.brokerd.grants import Grant, GrantSet
 from boxmaker.brokerd.ledger import label_json
 from boxmaker.brokerd.sentences import Code
+from boxmaker.brokerd.tools import SCHEMAS
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.messages import BrokerAdmin, BrokerAdminReply, StatusReply
 
@@ -40,7 +42,23 @@ def describe(grants: GrantSet) -> str:
         more = f" (and {len(grants.problems) - 1:,} more)" if len(grants.problems) > 1 else ""
         return f"grants invalid: {first.file}: {first.why}{more}"
     builtin = _plural(len(grants.builtin), "built-in grant")
-    return f"ready; {builtin}, {_plural(len(grants.owner), 'owner grant')}"
+    unknown = unknown_tools(grants)
+    tail = f"; {_plural(len(unknown), 'grant')} naming no known tool (bxctl grants)" if unknown else ""
+    return f"ready; {builtin}, {_plural(len(grants.owner), 'owner grant')}{tail}"
+
+
+def unknown_tools(grants: GrantSet) -> list[tuple[str, str]]:
+    """(file, why) for each owner grant whose tool no runtime knows (a misspelling, often): such a
+    grant never matches a call, so the owner is told, naming the closest known tool."""
+    known = sorted(SCHEMAS)
+    found = []
+    for grant in grants.owner:
+        if grant.tool not in SCHEMAS:
+            close = difflib.get_close_matches(grant.tool, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            why = f"unknown tool {grant.tool!r}; {hint}(known: {', '.join(known)})"
+            found.append((f"grants/{grant.id}.toml", why))
+    return found
 
 
 def status(broker: Broker) -> StatusReply:
@@ -130,10 +148,15 @@ def grants(broker: Broker, arg: str) -> BrokerAdminReply:
     if current.problems:
         lines.append("problems (every call is refused until they are fixed; runbook: grants-invalid):")
         lines += [f"  {escape_line(p.file)}: {escape_line(p.why)}" for p in current.problems]
+    unknown = unknown_tools(current)
+    if unknown:
+        lines.append("problems (these grants never match a call; runbook: grants-invalid):")
+        lines += [f"  {escape_line(file)}: {escape_line(why)}" for file, why in unknown]
     data = {
         "owner": [g.summary() for g in current.owner],
         "builtin": [g.summary() for g in current.builtin],
         "problems": [{"file": p.file, "why": p.why} for p in current.problems],
+        "unknown_tools": [{"file": file, "why": why} for file, why in unknown],
         "valid": current.valid,
     }
     return BrokerAdminReply(text="\n".join(lines), data=data)

@@ -17,7 +17,7 @@
 
     [http_fetch]
     max_bytes = 2000000           # body bytes kept; the rest is cut and the output says so
-    timeout_s = 20                # per request, in seconds
+    timeout_s = 20                # the whole call, redirects and body included, in seconds
 
     [read_file]
     max_bytes = 1000000           # file bytes kept (our addition; docs/brokerd.md)

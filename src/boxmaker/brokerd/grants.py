@@ -10,7 +10,8 @@ starting ``builtin-`` are reserved)::
     untrusted = true               # whether what it returns is untrusted
     description = "..."            # optional; find_tool shows it
     paths = ["/srv/docs", "/home/me/*.txt"]   # optional: absolute folders or glob patterns
-    hosts = ["docs.python.org", "*.example.org"]  # optional: host names; *.x matches subdomains of x
+    hosts = ["docs.python.org", "*.example.org", "127.0.0.1:9000"]  # optional: host names (any port),
+                                   # host:port (that port only); *.x matches subdomains of x
     patterns = ['^[a-z ]+$']       # optional: every string argument must fully match one of them
 
 Built in, always present and listed apart from the owner's: ``builtin-recall`` and ``builtin-memory``
@@ -182,7 +183,7 @@ def parse_grant(grant_id: str, raw: bytes, builtin: bool = False) -> Grant:
         builtin=builtin,
         description=spec.description,
         paths=tuple(os.path.normpath(p) if not _is_glob(p) else p for p in spec.paths),
-        hosts=tuple(h.lower().rstrip(".") for h in spec.hosts),
+        hosts=tuple(_host_entry(h) for h in spec.hosts),
         patterns=tuple(spec.patterns),
     )
 
@@ -200,13 +201,30 @@ def _check_fields(spec: _GrantFile) -> None:
         if not path.startswith("/") or "\x00" in path:
             raise GrantProblem(f"paths: {path!r} is not an absolute path")
     for host in spec.hosts:
-        if not HOST.match(host.lower().rstrip(".")):
-            raise GrantProblem(f"hosts: {host!r} is not a host name (or *.domain)")
+        _check_host(host)
     for pattern in spec.patterns:
         try:
             re.compile(pattern)
         except re.error as exc:
             raise GrantProblem(f"patterns: {pattern!r} is not a regular expression ({exc})") from None
+
+
+def _check_host(entry: str) -> None:
+    """``host``, ``host:port`` or ``*.domain[:port]``; a wildcard over an IP address is refused."""
+    name, colon, port = entry.lower().rpartition(":") if ":" in entry else (entry.lower(), "", "")
+    name = name.rstrip(".")
+    if not HOST.match(name) or (colon and not (port.isdigit() and 1 <= int(port) <= 65535)):
+        raise GrantProblem(f"hosts: {entry!r} is not a host name, host:port or *.domain")
+    labels = name.removeprefix("*.").split(".")
+    if name.startswith("*.") and all(label.isdigit() for label in labels):
+        raise GrantProblem(
+            f"hosts: {entry!r} is a wildcard over IP addresses; name each address (with :port to limit it)"
+        )
+
+
+def _host_entry(entry: str) -> str:
+    name, colon, port = entry.lower().rpartition(":") if ":" in entry else (entry.lower(), "", "")
+    return f"{name.rstrip('.')}{colon}{int(port) if colon else ''}"
 
 
 BUILTINS: tuple[Grant, ...] = tuple(

@@ -6,7 +6,8 @@
   for an empty query), each with its JSON-schema parameters, and how to call one with ``call_tool``.
 - ``http_fetch``: see `fetch`.
 - ``read_file``: the file's real path (symlinks resolved) must be under one of the grant's `paths`
-  (a grant without paths allows none); at most `read_max_bytes` are read, as UTF-8 with replacement.
+  (a grant without paths allows none), checked before the open and again on what was opened
+  (`readfile`); at most `read_max_bytes` are read, as UTF-8 with replacement.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import stat
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from boxmaker.brokerd import sentences
+from boxmaker.brokerd import readfile, sentences
 from boxmaker.brokerd.fetch import FetchLimits, fetch
 from boxmaker.brokerd.grants import Grant, GrantSet, Mode
 from boxmaker.brokerd.policy import path_allowed
@@ -97,33 +97,17 @@ def find_tool(grants: GrantSet, query: str) -> str:
 
 
 def read_file(path: str, grant: Grant, max_bytes: int) -> Output:
-    """The text of `path` when its real path is under the grant's `paths`."""
-    real = os.path.realpath(path)
+    """The text of `path` when the file opened is under the grant's `paths` (`readfile`: the path is
+    checked before anything is opened, and what was opened is checked again, race-free)."""
     folders = (*grant.paths, *(os.path.realpath(p) for p in grant.paths if not any(c in p for c in "*?[")))
-    if not grant.paths or not path_allowed(real, folders):
+
+    def allowed(real: str) -> bool:
+        return bool(grant.paths) and path_allowed(real, folders)
+
+    try:
+        outside = not allowed(os.path.realpath(path))
+    except OSError:  # a link changing under realpath: the walk decides
+        outside = False
+    if outside:
         return Output(f"the grant {grant.id} does not allow reading {path}", Code.DENIED)
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return Output(f"read_file: {path} does not exist", Code.NOT_FOUND)
-    except OSError as exc:
-        return Output(f"read_file: cannot open {path} ({exc.strerror or exc})", Code.UNAVAILABLE)
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            return Output(f"read_file: {path} is {what}; give the path of a file", Code.NOT_A_FILE)
-        data = b""
-        while len(data) <= max_bytes:
-            chunk = os.read(fd, max_bytes + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
-    except OSError as exc:
-        return Output(f"read_file: cannot read {path} ({exc.strerror or exc})", Code.UNAVAILABLE)
-    finally:
-        os.close(fd)
-    text = data[:max_bytes].decode("utf-8", errors="replace")
-    if len(data) > max_bytes:
-        text += f"\n[cut at {max_bytes:,} bytes]"
-    return Output(text)
+    return readfile.read_file(path, grant.id, allowed, max_bytes)

@@ -88,8 +88,8 @@ def mismatch(grant: Grant, args: dict[str, Any]) -> str | None:
         if not isinstance(path, str) or not path_allowed(os.path.normpath(path), grant.paths):
             return f"the path is not under {_list(grant.paths)}"
     if grant.hosts:
-        host = host_of(args.get("url"))
-        if host is None or not host_allowed(host, grant.hosts):
+        host, port = host_of(args.get("url")), port_of(args.get("url"))
+        if host is None or not host_allowed(host, grant.hosts, port):
             return f"the host is not one of {_list(grant.hosts)}"
     if grant.patterns:
         for key in sorted(args):
@@ -129,13 +129,37 @@ def host_of(url: Any) -> str | None:
     return host.lower().rstrip(".")
 
 
-def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
-    """True when `host` is in `allowed`, or is a subdomain of a ``*.domain`` entry."""
+def port_of(url: Any) -> int | None:
+    """The port an http(s) URL connects to (its own, else 80 or 443); None when it has none."""
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if port is not None:
+        return port
+    return {"http": 80, "https": 443}.get(parts.scheme)
+
+
+def _is_ip(host: str) -> bool:
+    return bool(host) and (all(c.isdigit() or c == "." for c in host) or ":" in host)
+
+
+def host_allowed(host: str, allowed: tuple[str, ...], port: int | None = None) -> bool:
+    """True when `host` (and `port`) match an entry of `allowed`: ``host`` (any port), ``host:port``
+    (that port only), ``*.domain`` or ``*.domain:port`` (its subdomains; never an IP address: a
+    wildcard over IP literals is refused when the grant is read, and an IP host matches only an
+    entry naming it exactly)."""
     host = host.lower().rstrip(".")
     for entry in allowed:
-        if entry.startswith("*."):
-            if host.endswith(entry[1:]):
+        name, _, wanted = entry.rpartition(":") if ":" in entry else (entry, "", "")
+        if wanted and port != int(wanted):
+            continue
+        if name.startswith("*."):
+            if not _is_ip(host) and host.endswith(name[1:]):
                 return True
-        elif host == entry:
+        elif host == name:
             return True
     return False

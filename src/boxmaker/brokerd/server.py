@@ -16,7 +16,7 @@ import threading
 from boxmaker.brokerd.admin import describe
 from boxmaker.brokerd.config import Config
 from boxmaker.brokerd.service import ADMIN_KINDS, LOOP_KINDS, Brokerd
-from boxmaker.proto import fsio
+from boxmaker.proto import fsio, homecheck
 from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
@@ -34,8 +34,8 @@ class StartFailed(BoxmakerError):
 
     runbook = "brokerd-start-failed"
 
-    def __init__(self, why: str) -> None:
-        super().__init__(f"brokerd cannot start: {why} (runbook: brokerd-start-failed)")
+    def __init__(self, why: str, runbook: str = "brokerd-start-failed") -> None:
+        super().__init__(f"brokerd cannot start: {why} (runbook: {runbook})")
 
 
 class Server:
@@ -57,6 +57,9 @@ class Server:
         Raises:
             StartFailed: with the reason; nothing is left behind (no socket, no lock).
         """
+        unsafe = homecheck.check_brokerd(self.config.layout)  # once per start, before any socket
+        if unsafe is not None:
+            raise StartFailed(unsafe.what, runbook=unsafe.runbook)
         try:
             for server in self.sockets:
                 check_socket_path(server.path)

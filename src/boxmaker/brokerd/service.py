@@ -11,6 +11,8 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
+import msgspec
+
 from boxmaker.brokerd import admin, policy, sentences, startcheck
 from boxmaker.brokerd.approvals import Approvals
 from boxmaker.brokerd.broker import Broker
@@ -23,6 +25,7 @@ from boxmaker.brokerd.runtime import CompositeRuntime, MemoryRuntime, RunSpec, R
 from boxmaker.brokerd.sentences import Refusal
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import ProtocolError
+from boxmaker.proto.fit import fit
 from boxmaker.proto.labels import Label
 from boxmaker.proto.messages import Body, BrokerAdmin, Status, ToolRequest, ToolResponse
 from boxmaker.proto.startcheck import report
@@ -126,6 +129,7 @@ class Brokerd:
                     response = _refused(request, decision.refusal)
                 else:
                     response = self._run(request, grant, session)
+        response = msgspec.structs.replace(response, output=fit(response.output))
         self._audit(request, decision, approval, response)
         return response
 

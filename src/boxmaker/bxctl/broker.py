@@ -68,11 +68,14 @@ def deny(state: State, approval_id: str, broker_socket: Path | None) -> None:
 def grants(state: State, broker_socket: Path | None, as_json: bool) -> None:
     """List your grants, the built-in ones, and any problem in grants/ (then exit 1).
 
+    A problem is a grant file brokerd cannot use (every call is then refused) or a grant for a tool
+    no runtime knows (a misspelling: the grant never matches a call).
+
     \b
     Example:
         bxctl grants --json
     """
     reply = client.broker_admin(broker_socket_path(state, broker_socket), "grants")
     client.emit(reply, as_json)
-    if isinstance(reply.data, dict) and reply.data.get("valid") is False:
-        raise SystemExit(1)  # every call is refused until grants/ is fixed
+    if isinstance(reply.data, dict) and (reply.data.get("valid") is False or reply.data.get("unknown_tools")):
+        raise SystemExit(1)  # every call is refused until grants/ is fixed, or a grant never matches

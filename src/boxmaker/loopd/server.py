@@ -32,6 +32,7 @@ from boxmaker.loopd.scheduler import HEARTBEAT_SESSION, Scheduler
 from boxmaker.loopd.slots import PrioritySlots
 from boxmaker.loopd.summaries import Summaries
 from boxmaker.loopd.turn import TurnFailed
+from boxmaker.proto import homecheck
 from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld, ensure_dir
@@ -195,6 +196,9 @@ class Server:
         Raises:
             StartFailed: with the reason.
         """
+        unsafe = homecheck.check_loopd(self.config.layout)  # once per start, before any socket
+        if unsafe is not None:
+            raise StartFailed(unsafe.what, runbook=unsafe.runbook)
         try:
             check_socket_path(self.config.owner_socket)
             ensure_home(self.config.home)

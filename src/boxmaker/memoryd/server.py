@@ -15,6 +15,7 @@ import threading
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.index.index import fts5_problem
 from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, Memoryd
+from boxmaker.proto import homecheck
 from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
@@ -29,8 +30,8 @@ class StartFailed(BoxmakerError):
 
     runbook = "memoryd-start-failed"
 
-    def __init__(self, why: str) -> None:
-        super().__init__(f"memoryd cannot start: {why} (runbook: memoryd-start-failed)")
+    def __init__(self, why: str, runbook: str = "memoryd-start-failed") -> None:
+        super().__init__(f"memoryd cannot start: {why} (runbook: {runbook})")
 
 
 class Server:
@@ -55,6 +56,9 @@ class Server:
         problem = fts5_problem()
         if problem:
             raise StartFailed(problem)
+        unsafe = homecheck.check_memoryd(self.config.layout)  # once per start, before any socket
+        if unsafe is not None:
+            raise StartFailed(unsafe.what, runbook=unsafe.runbook)
         try:
             for server in self.sockets:
                 check_socket_path(server.path)

@@ -7,6 +7,9 @@
 - An append that fails (a full disk: `disk_full`) is cut back to the file's size before it, so a
   refused write leaves no torn tail behind.
 - Folders 0700, files 0600.
+- Never through a link: every file is opened with ``O_NOFOLLOW`` relative to a descriptor of its folder,
+  itself opened with ``O_NOFOLLOW`` (`open_nofollow`), so a link planted at a file or at its folder is
+  an error (`LinkRefused`), never followed out of the home (issue 15 item 2).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 from pathlib import Path
 
 from boxmaker.proto.errors import BoxmakerError
@@ -28,6 +32,79 @@ FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 def disk_full(exc: BaseException) -> bool:
     """True when `exc` says the file system has no room left (`FULL`)."""
     return isinstance(exc, OSError) and exc.errno in FULL
+
+
+class LinkRefused(OSError):
+    """Raised when a file boxmaker opens, or its folder, is a symbolic link (never followed)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            errno.ELOOP, "it is a symbolic link, which boxmaker never follows in its home", str(path)
+        )
+
+
+def open_nofollow(path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    """Open `path` without following a link: its folder with ``O_DIRECTORY | O_NOFOLLOW``, then the file
+    relative to the folder's descriptor with ``O_NOFOLLOW``. Returns the descriptor.
+
+    Raises:
+        LinkRefused: the file or its folder is a symbolic link.
+        OSError: any other failure to open (FileNotFoundError for a missing file).
+    """
+    try:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path.parent):
+            raise LinkRefused(path.parent) from None
+        raise
+    try:
+        return os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LinkRefused(path) from None
+        raise
+    finally:
+        os.close(folder)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The whole of `path`, opened with `open_nofollow`.
+
+    Raises:
+        LinkRefused, OSError: see `open_nofollow`.
+    """
+    fd = open_nofollow(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_no_links(base: Path, path: Path) -> None:
+    """Walk `path` from `base` one component at a time, each opened with ``O_NOFOLLOW`` relative to the
+    descriptor of the one before; stop quietly at the first component that does not exist yet.
+
+    Raises:
+        LinkRefused: a component below `base` is a symbolic link.
+        ValueError: `path` is not below `base`.
+    """
+    parts = path.relative_to(base).parts
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for number, part in enumerate(parts):
+            try:
+                nxt = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                return
+            os.close(fd)
+            fd = nxt
+            if stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise LinkRefused(base.joinpath(*parts[: number + 1]))
+    finally:
+        os.close(fd)
 
 
 def ensure_dir(path: Path) -> None:
@@ -55,7 +132,7 @@ def ensure_file(path: Path, initial: bytes = b"") -> bool:
         True when the file was created, False when it already existed.
     """
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
         return False
     try:
@@ -86,7 +163,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         OSError: when any step fails (the old file is then untouched; the temp file is removed).
     """
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
         _write_all(fd, data)
         os.fsync(fd)
@@ -113,14 +190,14 @@ def _write_all(fd: int, data: bytes) -> None:
 def ends_with_newline(path: Path) -> bool:
     """True when `path` is missing, empty, or ends with a newline."""
     try:
-        with path.open("rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size == 0:
-                return True
-            handle.seek(size - 1)
-            return handle.read(1) == b"\n"
+        fd = open_nofollow(path, os.O_RDONLY)
     except FileNotFoundError:
         return True
+    try:
+        size = os.fstat(fd).st_size
+        return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+    finally:
+        os.close(fd)
 
 
 def append_line(path: Path, line: bytes, sync: bool = True) -> int:
@@ -150,7 +227,7 @@ def append_bytes(path: Path, data: bytes, sync: bool = True) -> int:
         OSError: when the write or the fsync fails; the file is then cut back to its size before
             (best effort), so no part of `data` stays behind.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
     try:
         before = os.fstat(fd).st_size
         try:
@@ -169,7 +246,7 @@ def append_bytes(path: Path, data: bytes, sync: bool = True) -> int:
 
 def truncate(path: Path, size: int) -> None:
     """Cut `path` back to `size` bytes and fsync it."""
-    fd = os.open(path, os.O_WRONLY)
+    fd = open_nofollow(path, os.O_WRONLY)
     try:
         os.ftruncate(fd, size)
         os.fsync(fd)
@@ -193,7 +270,7 @@ def set_aside_torn_tail(path: Path) -> bytes:
         The bytes set aside (b"" when the file was whole or missing).
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except FileNotFoundError:
         return b""
     _, tail = complete_lines(data)

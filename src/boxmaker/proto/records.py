@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
 from boxmaker.proto.errors import BoxmakerError
-from boxmaker.proto.fsio import complete_lines
+from boxmaker.proto.fsio import complete_lines, open_nofollow
 from boxmaker.proto.labels import DataClass, Label
 
 TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z\Z"
@@ -200,7 +201,8 @@ def read_log(path: Path, offset: int = 0, first_line: int = 1) -> tuple[list[Rec
         OSError: when the file cannot be read.
         RecordError: when a complete line is not a valid record.
     """
-    with path.open("rb") as handle:
+    fd = open_nofollow(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
         handle.seek(offset)
         data = handle.read()
     lines, tail = complete_lines(data)

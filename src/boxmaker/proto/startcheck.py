@@ -1,10 +1,13 @@
 """What every role's start-up check shares (DESIGN 7; docs/runbook.md): the `Finding` it reports, and
 the durable checkpoint that makes it incremental.
 
-At start each role checks what it owns (memoryd ``memoryd.startcheck``, brokerd
-``brokerd.startcheck``, loopd ``loopd.startcheck``) and names the first problem in one sentence with
-its runbook entry and what repairs it (`report`). A role starts anyway: what it serves from a damaged
-file is what it served before; the check makes the damage visible (the log, ``bxctl status``).
+At start each role runs one check of its part of the home, in two halves that report the same
+`Finding` (one sentence, its runbook entry, what repairs it). First the home's safety
+(`proto.homecheck`: owner, group/other write, links), before the lock or any socket: a problem stops
+the role (``home-unsafe``). Then content damage, what it owns against what it wrote (memoryd
+``memoryd.startcheck``, brokerd ``brokerd.startcheck``, loopd ``loopd.startcheck``), named by `report`:
+a role starts anyway, since what it serves from a damaged file is what it served before; the check makes
+the damage visible (the log, ``bxctl status``).
 
 The check costs what changed since the last good state, not the history: a `Checkpoint` (a small
 JSON file the role writes durably while nothing is known to be damaged) holds, for each file it

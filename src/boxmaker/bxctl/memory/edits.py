@@ -63,17 +63,30 @@ def memory_pending(state: State, memory_socket: Path | None, as_json: bool) -> N
 
 @click.command(name="accept")
 @click.argument("pending_id")
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Accept a write held back from an untrusted or above-private origin (it reaches every session).",
+)
 @memory_socket_option
 @json_option
 @pass_state
-def memory_accept(state: State, pending_id: str, memory_socket: Path | None, as_json: bool) -> None:
+def memory_accept(
+    state: State, pending_id: str, yes: bool, memory_socket: Path | None, as_json: bool
+) -> None:
     """Apply the staged write PENDING_ID, with every check, to the file as it is now.
+
+    A write the identity-write rule held back (from a session that read untrusted content or data
+    above private) becomes your own edit; `bxctl memory pending` shows its origin, and accepting one
+    from an untrusted or above-private origin needs --yes.
 
     \b
     Example:
         bxctl memory accept p-2026-09-24-0001
+        bxctl memory accept --yes p-2026-09-24-0002
     """
-    client.emit(client.admin(memory_socket_path(state, memory_socket), "accept", pending_id), as_json)
+    args = {"yes": True} if yes else {}
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "accept", pending_id, args), as_json)
 
 
 @click.command(name="reject")

@@ -50,7 +50,7 @@ def memory_proposals(ctx: click.Context, show_all: bool, memory_socket: Path | N
 @click.option(
     "--untrusted-ok",
     is_flag=True,
-    help="Accept a proposal filed by a session that had read untrusted content (listed as untrusted).",
+    help="Accept a proposal filed by a session that had read untrusted content or data above private.",
 )
 @memory_socket_option
 @json_option
@@ -60,7 +60,8 @@ def proposals_accept(
 ) -> None:
     """Accept PROPOSAL_ID: your decision is journalled and its rule appended to conventions.md.
 
-    A proposal from a session that had read untrusted content is refused unless --untrusted-ok.
+    A proposal from a session that had read untrusted content, or data above private, is refused
+    unless --untrusted-ok.
 
     \b
     Example:

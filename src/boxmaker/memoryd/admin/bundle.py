@@ -67,8 +67,11 @@ def _import(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     done = import_bundle(memory.writer, memory.withdrawals.on_change, path, trusted)
     if isinstance(done, Refusal):
         return MemoryAdminReply(escape(done.sentence), {"code": done.code})
-    plan, edit = done
-    trust = "labels kept: --trusted" if trusted else "untrusted"
+    plan, edit, whose = done
+    honoured = trusted and whose == "this-home"
+    trust = "labels kept: --trusted" if honoured else "untrusted"
+    if trusted and not honoured:
+        trust = files_sentences.trust_not_honoured(whose)
     text = (
         f"imported {plural(len(plan.captures), 'item')} ({trust}) and "
         f"{plural(len(plan.controls), 'control')} from {path.name} as {edit}"
@@ -101,7 +104,8 @@ def _import(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
         "controls": [c["withdrawal_id"] for c in plan.controls],
         "skipped": plan.skipped,
         "skipped_controls": plan.skipped_controls,
-        "trusted": trusted,
+        "trusted": honoured,
+        "signed": whose,
         "withdrawals_added": added,
         "conflicting": conflicting,
     }

@@ -13,6 +13,8 @@ from boxmaker.memoryd.memory import Memory
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.write.actions import Add, parse_memory
 from boxmaker.memoryd.write.answer import OWNER, guarded
+from boxmaker.memoryd.write.origin import identity_rule
+from boxmaker.memoryd.write.staged import staged_origin
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import parse_edit_id, parse_pending_id
@@ -37,8 +39,10 @@ def _pending(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
         head = [str(event.get(k, "?")) for k in ("id", "time")] + [
             str(args.get(k, "?")) for k in ("action", "file")
         ]
+        origin = staged_origin(event)
+        held = "" if identity_rule(origin).applies else "  (held back: accepting it is your edit)"
         lines.append(
-            escape_line(f"{head[0]}  {head[1]}  {head[2]} {head[3]}.md  session {event.get('session', '?')}")
+            escape_line(f"{head[0]}  {head[1]}  {head[2]} {head[3]}.md  from {origin.described}{held}")
         )
         for key in ("old", "text"):
             if key in args:
@@ -51,7 +55,8 @@ def _pending(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 
 def _accept(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     valid(parse_pending_id, request.arg)
-    return answer(guarded(lambda: memory.writer.accept(request.arg)))
+    confirmed = request.args.get("yes") is True
+    return answer(guarded(lambda: memory.writer.accept(request.arg, confirmed)))
 
 
 def _reject(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
@@ -87,7 +92,7 @@ def _note(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 COMMANDS = (
     Command("undo", _undo),
     Command("pending", _pending, takes_arg=False),
-    Command("accept", _accept),
+    Command("accept", _accept, args=frozenset({"yes"})),
     Command("reject", _reject),
     Command("add", _add, args=frozenset({"file", "text"}), takes_arg=False),
     Command("remove", _identity_edit, args=frozenset({"file", "old"}), takes_arg=False),

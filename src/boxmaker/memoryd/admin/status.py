@@ -12,6 +12,7 @@ from boxmaker.memoryd.admin.arguments import count
 from boxmaker.memoryd.admin.command import Command
 from boxmaker.memoryd.admin.replies import plural
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES, SOUL_LIMIT, STEERING_LIMIT
+from boxmaker.memoryd.files.provenance import unclassed_entries
 from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
 from boxmaker.memoryd.memory import Memory, block
 from boxmaker.memoryd.sentences import Refusal, unavailable
@@ -147,7 +148,32 @@ def _files(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     if left_out:
         lines.append("left out of the memory block (they fail the write check, or are withdrawn):")
         lines += [f"  {i['file']} ({i['rule']}): {escape_line(i['entry'])}" for i in left_out]
-    return MemoryAdminReply("\n".join(lines), {"files": rows, "left_out": left_out})
+    unclassed = _unclassed(memory, rows)
+    if unclassed:
+        lines.append(
+            "written before the identity-write rule by a session holding data above private "
+            "(keep them, or remove them by hand):"
+        )
+        for u in unclassed:
+            where = f"{u['file']} ({u['class']}, edit {u['edit']}, session {u['session']})"
+            lines.append(f"  {where}: {escape_line(u['entry'])}")
+    data = {"files": rows, "left_out": left_out, "unclassed": unclassed}
+    return MemoryAdminReply("\n".join(lines), data)
+
+
+def _unclassed(memory: Memory, rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Identity entries a session above private wrote before the rule (`files.provenance`)."""
+    readable = {r["file"] for r in rows if "problem" not in r}
+    current = {
+        spec.name: memory.store.read_identity(spec).entries
+        for spec in IDENTITY_FILES.values()
+        if spec.name in readable
+    }
+    found = unclassed_entries(memory.journal.entries_newest_first(), current, memory.config.layout.sessions)
+    return [
+        {"file": u.file, "entry": u.entry, "edit": u.edit, "session": u.session, "class": u.data_class.value}
+        for u in found
+    ]
 
 
 def _file_line(row: dict[str, Any]) -> str:

@@ -44,6 +44,7 @@ from typing import Any
 import msgspec
 
 from boxmaker.memoryd.check.rules import check_text
+from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.edits import vet_note
 from boxmaker.memoryd.files.journal import Append, encode_line, read_jsonl
@@ -146,7 +147,7 @@ def build_export(
             or (kind == "supersede" and {event.get("old"), event.get("new")} <= kept)
             or (kind == "status" and event.get("id") in kept)
         ):
-            chosen.append(event)
+            chosen.append(_redacted(event))
     ids = [i for i in items if i in kept]
     applicable = _applicable(controls, (items[i] for i in ids))
     listed = [i for i in ids if i in withdrawn]
@@ -164,6 +165,19 @@ def build_export(
         omitted,
         [str(c.get("withdrawal_id")) for c in applicable],
     )
+
+
+def _redacted(event: dict[str, Any]) -> dict[str, Any]:
+    """An item event with credentials in its texts replaced (`check.secrets.redact`): an export never
+    carries one, however the text got into the store (issue 15 item 5)."""
+    out = dict(event)
+    if isinstance(out.get("text"), str):
+        out["text"] = redact(out["text"])
+    for key in ("prior", "current"):
+        value = out.get(key)
+        if isinstance(value, dict) and isinstance(value.get("text"), str):
+            out[key] = {**value, "text": redact(value["text"])}
+    return out
 
 
 def write_new(path: Path, data: bytes) -> None:

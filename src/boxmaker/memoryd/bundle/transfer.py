@@ -2,8 +2,8 @@
 shape and its checks): each is one journal commit under the write lock.
 
 - `export` writes a new file (never over one) with every item event and the withdrawals that apply to
-  them, journalled (action ``export``) before the file is written, so the journal errs towards a
-  copy it knows of (an erasure then reaches it);
+  them, signed with the home's key (`signing`), journalled (action ``export``) before the file is
+  written, so the journal errs towards a copy it knows of (an erasure then reaches it);
 - `import_bundle` validates the whole bundle against the store first, then appends its items and
   controls in one commit (action ``import``); nothing is written when any part is refused.
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from boxmaker.memoryd.bundle import format as bundle
+from boxmaker.memoryd.bundle import signing
 from boxmaker.memoryd.files.journal import Change
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import FileUnreadable
@@ -42,6 +43,10 @@ def export(writer: Writer, excluded: Excluded, path: Path, omit_withdrawn: bool)
             controls = bundle.read_controls(writer.store.dir)
         except OSError as exc:
             return files_sentences.unwritable(str(path), f"the item store cannot be read: {exc}")
+        try:
+            key = signing.home_key(writer.store.dir)
+        except OSError as exc:
+            return files_sentences.unwritable(str(path), f"the home's bundle key cannot be read: {exc}")
         made = bundle.build_export(events, controls, excluded, omit_withdrawn, writer.now())
         entry = {
             "session": OWNER_SESSION,
@@ -56,7 +61,8 @@ def export(writer: Writer, excluded: Excluded, path: Path, omit_withdrawn: bool)
             "exported_controls": made.controls,
         }
         writer.journal.commit(Change(entry))
-    data = json.dumps(made.bundle, ensure_ascii=True, indent=1).encode("ascii") + b"\n"
+    signed = signing.sign(made.bundle, key)
+    data = json.dumps(signed, ensure_ascii=True, indent=1).encode("ascii") + b"\n"
     try:
         bundle.write_new(path, data)
     except FileExistsError:
@@ -68,17 +74,22 @@ def export(writer: Writer, excluded: Excluded, path: Path, omit_withdrawn: bool)
 
 def import_bundle(
     writer: Writer, on_controls: Callable[[], None], path: Path, trusted: bool = False
-) -> tuple[bundle.ImportPlan, str] | Refusal:
+) -> tuple[bundle.ImportPlan, str, signing.Whose] | Refusal:
     """Validate and import a bundle (`format`): one journal commit (action import); its items untrusted
-    unless `trusted`. With controls, `on_controls` is called after the commit (the index is rebuilt in
-    the background, as after a withdrawal).
+    unless `trusted` and this home signed the bundle (`signing.verify`). With controls, `on_controls`
+    is called after the commit (the index is rebuilt in the background, as after a withdrawal).
 
-    Returns the plan and the edit id, or the refusal (nothing written).
+    Returns the plan, the edit id and whose the bundle is, or the refusal (nothing written).
     """
     loaded = bundle.read_bundle(path)
     if isinstance(loaded, Refusal):
         return loaded
     memory_dir = writer.store.dir
+    try:
+        whose = signing.verify(loaded, signing.existing_key(memory_dir))
+    except OSError as exc:
+        return unavailable(f"the home's bundle key cannot be read: {exc}", "nothing was imported")
+    trusted = trusted and whose == "this-home"
     with writer.lock:
         try:
             events = writer.items.events()
@@ -116,4 +127,4 @@ def import_bundle(
             writer.on_notes(added, data)
     if plan.controls:
         on_controls()
-    return plan, str(line["id"])
+    return plan, str(line["id"]), whose

@@ -9,10 +9,13 @@ with its common variants (word order, "all", formal and informal verb forms).
 
 The fold. Text is matched after ``fold``: NFKD (which includes NFKC's compatibility folding:
 mathematical, circled and full-width letters), combining marks removed, NFC again (so Hangul jamo
-recompose into syllables), then, for the Latin-script patterns only, a small confusable map
-(Cyrillic, Greek and Armenian look-alikes of Latin letters, and the dotless i, applied before casefold
-so that a capital Greek Nu still reads as N), casefold, and white space and other punctuation
-collapsed into single spaces. Sentence punctuation (``. ! ? ;`` and the ideographic full stop)
+recompose into syllables), then, for the Latin-script patterns only, the Unicode confusables skeleton
+(UTS #39 ``confusables.txt``, Unicode 16: every non-ASCII letter with an ASCII prototype, Cherokee,
+Greek, Cyrillic, Armenian, Lisu and the rest, `check.confusables`; plus a few small capitals the
+standard maps elsewhere; applied before casefold so that a capital Greek Nu still reads as N),
+casefold, ``l`` read as ``i`` (the standard gives I-like and l-like letters one prototype: the
+keywords pass through the same step), and white space and other punctuation collapsed into single
+spaces. Sentence punctuation (``. ! ? ;`` and the ideographic full stop)
 stays, as a token of its own, and keywords never pair across it: "Ignore the above error in CI;
 the rules ..." is accepted.
 
@@ -43,9 +46,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from boxmaker.memoryd.check.confusables import FOLD, merge_il
 from boxmaker.proto.unicode_tables import ASTRAL_RE, bmp_class, one_of, ranges_of
 
-__all__ = ["MARK_RANGES", "fold", "has_injection_phrase"]
+__all__ = ["MARK_RANGES", "fold", "has_injection_phrase", "without_marks"]
 
 # Planes 0 and 1 and plane 14 hold every combining mark; the skipped blocks hold none (CJK
 # ideographs, Hangul syllables, surrogates, private use).
@@ -91,15 +95,14 @@ _LOOKALIKES: Final = {
     # Small capitals.
     **dict(zip("ᴀʙᴄᴅᴇɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdeghijklmnoprstuvwyz", strict=True)),
 }
-_CONFUSABLES: Final = {ord(char): latin for char, latin in _LOOKALIKES.items()}
-_LOOKALIKE_CHARS: Final = re.compile("[" + "".join(sorted(_LOOKALIKES)) + "]")
+_CONFUSABLES: Final = {**{ord(char): latin for char, latin in _LOOKALIKES.items()}, **FOLD}
 # Digits written for letters inside a word ("ign0re", "1nstructions"), and letters spelt out one by one.
 _LEET: Final = str.maketrans("013457", "oieast")
 _LEET_WORD: Final = re.compile(r"\w*[013457]\w*")
 _SPELT: Final = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
 
 
-def _without_marks(text: str) -> str:
+def without_marks(text: str) -> str:
     """NFKD, combining marks removed, NFC."""
     if text.isascii():
         return text
@@ -109,9 +112,7 @@ def _without_marks(text: str) -> str:
 
 
 def _with_confusables(text: str) -> str:
-    if _LOOKALIKE_CHARS.search(text) is None:
-        return text
-    return text.translate(_CONFUSABLES)
+    return text if text.isascii() else text.translate(_CONFUSABLES)
 
 
 def _latin_words(folded: str) -> str:
@@ -138,8 +139,10 @@ def fold(text: str, *, confusables: bool) -> str:
     The result is words and sentence punctuation marks separated by single spaces.
     ``confusables`` applies the Cyrillic/Greek look-alike map (for the Latin-script patterns).
     """
-    base = _without_marks(text)
-    return _tokens((_with_confusables(base) if confusables else base).casefold())
+    base = without_marks(text)
+    if not confusables:
+        return _tokens(base.casefold())
+    return _tokens(merge_il(_with_confusables(base).casefold()))
 
 
 class _Folded:
@@ -186,7 +189,8 @@ class _Phrase:
 
 
 def _keywords(words: Sequence[str]) -> list[str]:
-    return sorted({fold(word, confusables=False) for word in words}, key=len, reverse=True)
+    """Keywords folded as the text is (``l`` as ``i``: only Latin keywords hold an ASCII l)."""
+    return sorted({merge_il(fold(word, confusables=False)) for word in words}, key=len, reverse=True)
 
 
 def _needles(groups: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
@@ -318,8 +322,10 @@ def _found(phrases: Sequence[_Phrase], first_needles: frozenset[str], folded_tex
 
 
 _SQUASHED: Final = re.compile(
-    r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|these|those|of|my){0,3}"
-    r"(?:previous|prior|above|earlier|preceding)(?:instructions|prompts|rules|directions|guidelines)"
+    merge_il(
+        r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|these|those|of|my){0,3}"
+        r"(?:previous|prior|above|earlier|preceding)(?:instructions|prompts|rules|directions|guidelines)"
+    )
 )
 
 
@@ -339,8 +345,8 @@ def has_injection_phrase(text: str) -> bool:
 
     Expects text free of surrogates (the check's rule 1 runs first); never raises otherwise.
     """
-    base = _without_marks(text)
-    latin = _latin_words(_tokens(_with_confusables(base).casefold()))
+    base = without_marks(text)
+    latin = _latin_words(_tokens(merge_il(_with_confusables(base).casefold())))
     if _found(_LATIN_SCRIPT, _LATIN_FIRST, latin) or _squashed(latin):
         return True
     if base.isascii():

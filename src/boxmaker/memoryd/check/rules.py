@@ -61,7 +61,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from boxmaker.memoryd.check.phrases import MARK_RANGES, has_injection_phrase
+from boxmaker.memoryd.check.confusables import has_lookalike_word, merge_il, skeleton
+from boxmaker.memoryd.check.phrases import MARK_RANGES, has_injection_phrase, without_marks
+from boxmaker.memoryd.check.secrets import has_secret
 from boxmaker.proto.unicode_tables import (
     ASTRAL_RE,
     CONTROL_RANGES,
@@ -73,7 +75,16 @@ from boxmaker.proto.unicode_tables import (
     ranges_of,
 )
 
-__all__ = ["CONTENT_RULES", "PROTOCOL_RULES", "RULES", "CheckRefusal", "check_text", "sentence_for"]
+__all__ = [
+    "CONTENT_RULES",
+    "HARDENING_RULES",
+    "PROTOCOL_RULES",
+    "RULES",
+    "CheckRefusal",
+    "check_text",
+    "sentence_for",
+    "sentence_keys",
+]
 
 CONTENT_RULES: Final[tuple[str, ...]] = (
     "surrogate",
@@ -89,8 +100,19 @@ CONTENT_RULES: Final[tuple[str, ...]] = (
 )
 #: Rules the protocol adds after the ten (seed 003 section 18).
 PROTOCOL_RULES: Final[tuple[str, ...]] = ("secret",)
+#: Rules added by the security hardening (issue 15): ``format`` right after ``invisible``, ``heading``
+#: last.
+HARDENING_RULES: Final[tuple[str, ...]] = ("format", "heading")
 #: Every content rule, in the order they are applied.
-RULES: Final[tuple[str, ...]] = CONTENT_RULES + PROTOCOL_RULES
+RULES: Final[tuple[str, ...]] = (
+    *CONTENT_RULES[:3],
+    "format",
+    *CONTENT_RULES[3:],
+    *PROTOCOL_RULES,
+    "heading",
+)
+#: Sentences that refine a rule: the key, and the rule (code) it refuses under.
+_REFINES: Final[Mapping[str, str]] = MappingProxyType({"mixed-script-lookalike": "mixed-script"})
 
 _SENTENCES: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -113,6 +135,12 @@ _SENTENCES: Final[Mapping[str, str]] = MappingProxyType(
         "phrase": "refused (phrase): the text contains a known prompt-injection phrase; nothing was written",
         "mixed-script": "refused (mixed-script): a word mixes Latin and Cyrillic letters; "
         "nothing was written",
+        "mixed-script-lookalike": "refused (mixed-script): a word mixes letters of different scripts "
+        "that together read as a plain Latin word; nothing was written",
+        "format": "refused (format): the text contains a format, private-use or object-replacement "
+        "character; nothing was written",
+        "heading": "refused (heading): a line reads like a heading of the memory block (such as "
+        "# soul.md or # memory.md); nothing was written",
         "secret": "refused (secret): the text looks like a credential (a private key, an API key, "
         "a token or a password); credentials are never stored in memory; nothing was written",
     }
@@ -133,8 +161,14 @@ class CheckRefusal:
 
 
 def sentence_for(rule: str) -> str:
-    """The fixed sentence of content rule ``rule``; ``KeyError`` for a name not in CONTENT_RULES."""
+    """The fixed sentence of content rule ``rule`` (or of a refinement key, `sentence_keys`);
+    ``KeyError`` for any other name."""
     return _SENTENCES[rule]
+
+
+def sentence_keys() -> tuple[str, ...]:
+    """Every rule and refinement that has a fixed sentence (the sentences snapshot pins each)."""
+    return tuple(_SENTENCES)
 
 
 def check_text(text: str) -> CheckRefusal | None:
@@ -145,8 +179,8 @@ def check_text(text: str) -> CheckRefusal | None:
     section 5, "The check". Never raises for any ``str``, lone surrogates included (rule 1 refuses
     them before any normalisation runs).
     """
-    rule = _first_failing_rule(text)
-    return None if rule is None else CheckRefusal(rule, _SENTENCES[rule])
+    key = _first_failing_rule(text)
+    return None if key is None else CheckRefusal(_REFINES.get(key, key), _SENTENCES[key])
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +203,26 @@ class _Search:
         return (self.full if astral else self.bmp).search(text) is not None
 
 
-# Rules 1 to 4: one scan for all four; on a hit, the rule is the first in rule order that fails.
+def _format_ranges() -> list[tuple[int, int]]:
+    """``format``: Cf outside the invisible table (U+0600..U+0605, U+06DD, U+110BD …), private use
+    (Co) and U+FFFC, OBJECT REPLACEMENT CHARACTER; U+FFFD stays accepted (bad-inputs-dev.json
+    ok-replacement-char; docs/decisions.md)."""
+    invisible = {cp for first, last in INVISIBLE_RANGES for cp in range(first, last + 1)}
+    found = [0xFFFC]
+    for block in (range(0x20000), range(0xE0000, 0xE1000)):
+        found += [cp for cp in block if unicodedata.category(chr(cp)) == "Cf" and cp not in invisible]
+    private = [(0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)]
+    return sorted([*ranges_of(sorted(found)), *private])
+
+
+FORMAT_RANGES: Final[tuple[tuple[int, int], ...]] = tuple(_format_ranges())
+
+# Rules 1 to 4 and format: one scan for all; on a hit, the rule is the first in rule order that fails.
 _CODE_POINT_RULES: Final = (
     ("surrogate", SURROGATE_RANGES),
     ("control", CONTROL_RANGES),
     ("invisible", INVISIBLE_RANGES),
+    ("format", FORMAT_RANGES),
     ("noncharacter", NONCHARACTER_RANGES),
 )
 _ANY_CODE_POINT_RULE: Final = _Search.build(
@@ -192,6 +241,15 @@ _TEMPLATE: Final = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_TOKEN: Final = re.compile(r"</?s>")  # lower case only: "Vec<S>" is ordinary code
+#: Special tokens of more chat templates, in their exact case (a tokenizer matches them so): Gemma's
+#: ``<bos>``, ``<eos>``, ``<pad>`` and image and audio markers; GLM's ``[gMASK]``, ``[sMASK]``, ``<sop>``,
+#: ``<eop>``; Mistral's image tokens; the fill-in-the-middle markers of Code Llama and Mistral.
+_EXACT_TOKENS: Final = re.compile(
+    r"<(?:bos|eos|pad|sop|eop|start_of_image|end_of_image|image_soft_token|start_of_audio"
+    r"|end_of_audio|audio_soft_token)>"
+    r"|\[(?:gMASK|sMASK|IMG|IMG_BREAK|IMG_END|PREFIX|SUFFIX|MIDDLE)\]"
+    r"|<(?:PRE|SUF|MID|EOT)>"
+)
 
 # Each white-space run below is bounded by characters it cannot match, so that no two
 # repetitions can share out the same run between them: matching stays linear in the line length.
@@ -208,6 +266,13 @@ _ROLE_HEADING: Final = (
     r"(?:[^\S\n]|[*_])*(?::(?:[^\S\n]|[*_])*)?$"
 )
 _ROLE: Final = re.compile(f"{_ROLE_LABEL}|{_ROLE_HEADING}", re.MULTILINE | re.IGNORECASE)
+#: The same on the confusables fold (`_folded`), where I-like and l-like letters are one letter.
+_ROLE_FOLDED: Final = re.compile(merge_il(f"{_ROLE_LABEL}|{_ROLE_HEADING}"), re.MULTILINE | re.IGNORECASE)
+#: ``heading``: a line that reads like a section heading of the memory block (a file of memory/).
+_HEADING: Final = re.compile(
+    merge_il(r"^(?:[^\S\n]|>)*#{1,6}[^\S\n]*[*_`]*(?:soul|conventions|memory|user|notes|index)\.md\b"),
+    re.MULTILINE | re.IGNORECASE,
+)
 
 
 def _script_ranges() -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -252,111 +317,28 @@ def _first_failing_rule(text: str) -> str | None:
     if "§" in text and _SEPARATOR_LINE.search(text) is not None:
         return "separator"
     nfkc = text if ascii_only else unicodedata.normalize("NFKC", text)
-    if _TEMPLATE.search(nfkc) is not None or _SENTENCE_TOKEN.search(nfkc) is not None:
+    if _TEMPLATE.search(nfkc) or _SENTENCE_TOKEN.search(nfkc) or _EXACT_TOKENS.search(nfkc):
         return "template"
-    if _ROLE.search(nfkc) is not None:
+    folded = merge_il(nfkc.casefold()) if ascii_only else _folded(nfkc)
+    if _ROLE.search(nfkc) is not None or (not ascii_only and _ROLE_FOLDED.search(folded) is not None):
         return "role"
     if has_injection_phrase(text):
         return "phrase"
     if not ascii_only and _has_mixed_script_word(text, astral):
         return "mixed-script"
+    if not ascii_only and has_lookalike_word(text):
+        return "mixed-script-lookalike"
     if has_secret(nfkc):
         return "secret"
+    if "#" in folded and _HEADING.search(folded) is not None:
+        return "heading"
     return None
 
 
-# Rule 11: each alternative is anchored on a fixed prefix, and every repetition is of a class the
-# next part cannot match, so matching stays linear in the text's length. It runs on the NFKC copy,
-# so full-width look-alikes (``ｓｋ－ｐｒｏｊ－…``) are caught as their ASCII forms.
-_SECRET_SHAPES: Final = re.compile(
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
-    r"|\bgithub_pat_[A-Za-z0-9_]{22,}"
-    r"|\bglpat-[A-Za-z0-9_\-]{20,}"
-    r"|\bhf_[A-Za-z0-9]{30,}"
-    r"|\bsk_(?:live|test)_[A-Za-z0-9]{20,}"
-    r"|\bxox[abpr]-[A-Za-z0-9\-]{10,}"
-    r"|\bAIza[0-9A-Za-z_\-]{35}"
-    r"|\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{16,}"
-    r"|\b(?:[Bb]earer|BEARER)[ \t]+(?=[A-Za-z._~+/=\-]*[0-9])[A-Za-z0-9._~+/=\-]{20,}"
-    r"|\bPuTTY-User-Key-File-[0-9]+:[ \t]*[A-Za-z0-9]"
-    r"|^[ \t]*Private-Lines:[ \t]*[0-9]+[ \t]*$",
-    re.MULTILINE,
-)
-#: An ``sk-`` key: the token is checked in Python (`_random_part`), so that "sk-learn-pipeline-v2"
-#: stays a name.
-_SK_TOKEN: Final = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
-_RANDOM_PART: Final = re.compile(r"(?=[A-Za-z_]*[0-9])(?=[0-9_]*[A-Za-z])[A-Za-z0-9_]{16,}\Z")
-#: A PEM private key header; it is a key (not a mention) with its END line or a body after it.
-_PEM_HEADER: Final = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE[ \t]{1,8}KEY(?:[ \t]{1,8}BLOCK)?-----")
-_PEM_END: Final = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE[ \t]{1,8}KEY")
-_BASE64_TOKEN: Final = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}\Z")
-#: scheme://user:password@host with a non-empty password.
-_URL_CREDENTIAL: Final = re.compile(
-    r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/@]{1,256}:([^\s/@]{1,256})@[A-Za-z0-9\[]"
-)
-_ASSIGNMENT: Final = re.compile(
-    r"(?<![A-Za-z0-9])(password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|api[_\-]?secret"
-    r"|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
-    r"|client[_\-]?secret|private[_\-]?key)"
-    r"([\"']?)[ \t]*([:=])[ \t]*([\"']?)([^\s\"'`,;]+)",
-    re.IGNORECASE,
-)
-#: Keywords whose value is a credential however short it is (``password=hunter2``).
-_SHORT_KEYWORDS: Final = frozenset({"password", "passwd", "passphrase", "pwd", "secret", "token"})
-_PLACEHOLDER: Final = re.compile(
-    r"^(?:[$<{%\[(*]|redacted|none|null|nil|empty|unset|hidden|omitted|n/a|(.)\1*$)", re.IGNORECASE
-)
-
-
-def has_secret(text: str) -> bool:
-    """True when `text` holds a credential's shape (rule 11, ``secret``; module docstring). The caller
-    passes the NFKC copy."""
-    if _SECRET_SHAPES.search(text) is not None:
-        return True
-    if any(_random_part(match.group(0)) for match in _SK_TOKEN.finditer(text)):
-        return True
-    if any(_pem_key(text, match.end()) for match in _PEM_HEADER.finditer(text)):
-        return True
-    if any(_PLACEHOLDER.match(match.group(1)) is None for match in _URL_CREDENTIAL.finditer(text)):
-        return True
-    return any(_assigned(text, match) for match in _ASSIGNMENT.finditer(text))
-
-
-def _random_part(token: str) -> bool:
-    """True when a hyphen-separated part of an ``sk-`` token is a run of 16 or more characters
-    mixing letters and digits (a key, not a name like ``sk-learn-pipeline-v2``)."""
-    return any(_RANDOM_PART.match(part) for part in token[3:].split("-"))
-
-
-def _pem_key(text: str, end: int) -> bool:
-    """After a PEM private key header at `end`: its END line, or a base64 body of 40 or more
-    characters (tokens of 16 or more base64 characters) right after it. A header alone is a mention."""
-    if _PEM_END.search(text, end) is not None:
-        return True
-    body = 0
-    for token in text[end : end + 2048].split():
-        if _BASE64_TOKEN.match(token) is None:
-            break
-        body += len(token)
-        if body >= 40:
-            return True
-    return False
-
-
-def _assigned(text: str, match: re.Match[str]) -> bool:
-    """True when an assignment match holds a credential: a value that is not a placeholder, of 8 or
-    more characters; or, for a password, secret or token, of any length when it is quoted, assigned
-    with ``=``, holds a character other than a letter, or ends its line."""
-    keyword, separator, quote, value = match.group(1).lower(), match.group(3), match.group(4), match.group(5)
-    if _PLACEHOLDER.match(value) is not None:
-        return False
-    if len(value) >= 8:
-        return True
-    if keyword not in _SHORT_KEYWORDS or (keyword == "token" and value.isdigit()):
-        return False
-    rest = text[match.end() : match.end() + 1]
-    return bool(quote) or separator == "=" or not value.isalpha() or rest in ("", "\n", "\r")
+def _folded(nfkc: str) -> str:
+    """The NFKC copy with combining marks removed, confusables replaced by their ASCII prototypes,
+    case folded and ``l`` read as ``i`` (`check.confusables`)."""
+    return merge_il(skeleton(without_marks(nfkc)).casefold())
 
 
 def _has_mixed_script_word(text: str, astral: bool) -> bool:

@@ -11,15 +11,15 @@ from typing import Any
 from boxmaker.memoryd.erase.scope import Scope
 from boxmaker.memoryd.files.entries import BY_NAME, file_content, normalise_newlines, parse_entries
 from boxmaker.memoryd.files.mdtext import md_text
-from boxmaker.memoryd.files.names import ERASURES_FILE, FEEDBACK_FILE, ITEMS_FILE, PROPOSALS_FILE
+from boxmaker.memoryd.files.names import BUNDLE_KEY, ERASURES_FILE, FEEDBACK_FILE, ITEMS_FILE, PROPOSALS_FILE
 from boxmaker.memoryd.files.notes import is_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.items.store import item_id_of
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import Scrubber
 
-#: Files under memory/ that are never scrubbed: the lock, and the content-free tombstones.
-NOT_SCRUBBED = frozenset({".lock", ERASURES_FILE})
+#: Files under memory/ that are never scrubbed: the lock, the bundle key, the content-free tombstones.
+NOT_SCRUBBED = frozenset({".lock", BUNDLE_KEY, ERASURES_FILE})
 
 
 FEEDBACK_TEXTS = ("outcome", "action_or_decision")

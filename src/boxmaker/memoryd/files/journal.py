@@ -216,7 +216,7 @@ class Journal:
         """Carry forward an intent left by a crash. Returns True when there was one."""
         path = self.memory_dir / INTENT
         try:
-            raw = path.read_bytes()
+            raw = fsio.read_bytes(path)
         except FileNotFoundError:
             return False
         try:
@@ -241,7 +241,7 @@ class Journal:
 
     @staticmethod
     def _complete_append(path: Path, offset: int, data: bytes) -> None:
-        current = path.read_bytes() if path.exists() else b""
+        current = fsio.read_bytes(path) if path.exists() else b""
         if current[offset : offset + len(data)] == data:
             return
         if len(current) > offset and not data.startswith(current[offset:]):
@@ -255,7 +255,7 @@ class Journal:
     @staticmethod
     def _complete_rewrite(path: Path, before: str, after: str) -> None:
         try:
-            current = path.read_bytes().decode("utf-8")
+            current = fsio.read_bytes(path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             current = None
         if current == after:
@@ -287,7 +287,7 @@ def read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
     left without its newline) is skipped, with one log line naming the file and the line.
     """
     try:
-        lines, _ = fsio.complete_lines(path.read_bytes())
+        lines, _ = fsio.complete_lines(fsio.read_bytes(path))
     except FileNotFoundError:
         return []
     found = []

@@ -20,6 +20,8 @@ CHECKPOINT = ".checkpoint.json"
 ERASING = ".erasing.json"
 #: Where `bxctl memory repair` replays the journal before it restores a file (removed after).
 REPAIR_DIR = ".repair"
+#: The home's key for signing bundles (`bundle.signing`).
+BUNDLE_KEY = ".bundle.key"
 
 # The memory protocol (seed 003): items, controls, erasures, feedback, proposals and projections.
 ITEMS_FILE = "items.jsonl"

@@ -143,7 +143,7 @@ class Store:
             FileUnreadable: when it cannot be read or is not UTF-8.
         """
         try:
-            data = path.read_bytes()
+            data = fsio.read_bytes(path)
         except FileNotFoundError:
             raise FileUnreadable(
                 path, "it is missing; restore it, or restart memoryd to create it empty"

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.schema import Counts, counts_of, transaction
 from boxmaker.memoryd.index.walk import Rows, Walk, searchable_text, time_of, walk_records
@@ -370,10 +371,10 @@ class IndexDB:
                     note.source,
                     note.label.data_class.value,
                     int(note.label.untrusted),
-                    note.text,
+                    redact(note.text),
                 )
             )
-            batch.rows.searchable.append((searchable_text(note.text), "", time_of(time)))
+            batch.rows.searchable.append((searchable_text(redact(note.text)), "", time_of(time)))
         return batch.encoded()
 
     def add_notes(self, notes: Sequence[Note], meta: dict[str, str] | None = None) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boxmaker.memoryd.index.query import TOKENIZER
+from boxmaker.proto import fsio
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -54,6 +55,7 @@ def connect(path: Path, bulk: bool = False) -> sqlite3.Connection:
     (`bulk`) has no journal and no syncs until `finish_bulk`: a crash leaves a half-built file that
     the next build deletes, and the build is much faster. Either way the file is disposable.
     """
+    fsio.check_no_links(path.parent.parent, path)  # never a database outside the home (issue 15 item 11)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
     conn.execute("PRAGMA page_size=8192")  # only takes effect on a new file
     conn.execute("PRAGMA cache_size=-65536")

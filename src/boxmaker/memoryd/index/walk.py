@@ -6,7 +6,8 @@ record was written. Indexed: `user` content (with the speaker's name), `assistan
 empty, each tool call as ``name arguments``, and `tool_summary` content (labelled with the stricter of
 the session's label and its own). Never tool results, never reasoning, never the fixed sentence loopd
 writes to close a cancelled or failed turn (the `assistant` record before a `turn_end`). A row above
-``max_class`` is not indexed, and its text never reaches another row's context.
+``max_class`` is not indexed, and its text never reaches another row's context. Every text is stored
+with its credentials replaced (`check.secrets.redact`), so recall never returns one.
 
 A row is two tuples: its source (the `sources` table) and its searchable columns (the `hits` table):
 ``text`` (``speaker: text`` for a user turn with a speaker), ``ctx`` (the two indexed user or assistant
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.index.query import cjk_bigrams, time_words
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import Assistant, Record, ToolResult, ToolSummary, TurnEnd, User
@@ -203,8 +205,10 @@ def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
 
 
 def _add(rows: Rows, walk: Walk, source: Source, text: str, context: bool) -> None:
-    if len(source[11]) > TEXT_LIMIT:
-        source = (*source[:11], source[11][:TEXT_LIMIT])
+    # Recall never returns a credential: the row's text and shown text are stored redacted (the log
+    # itself stays as it is; issue 15 item 5).
+    text = redact(text)
+    source = (*source[:11], redact(source[11][:TEXT_LIMIT]))
     rows.sources.append(source)
     ctx = "\n".join(walk.tail)
     rows.searchable.append(

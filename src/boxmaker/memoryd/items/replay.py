@@ -120,6 +120,7 @@ def replay_into(journal: Journal, folder: Path, exclusion_for: ExclusionFor) -> 
     failed)."""
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         return files_sentences.replay_not_empty(str(folder))
+    folder = folder.resolve()  # the owner's own link to the folder is followed once; files inside never
     lines = list(journal.entries_newest_first())
     lines.reverse()
     try:

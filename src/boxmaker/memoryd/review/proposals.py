@@ -61,6 +61,7 @@ from boxmaker.memoryd.sentences import OK, Code, Refusal, identity, promotion, u
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.memoryd.write.answer import Answer, Caller
+from boxmaker.memoryd.write.origin import Origin, needs_confirmation
 from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.ids import OWNER_SESSION
@@ -334,7 +335,8 @@ def decide(writer: Writer, ident: str, accept: bool, untrusted_ok: bool = False)
     """The owner's accept (the rule appended to conventions.md) or reject of a pending proposal, in
     one journal commit; refused with nothing written: ``refused:not-found``, ``refused:decided``,
     ``refused:untrusted`` (accepting a proposal filed by a session that had read untrusted content
-    needs `untrusted_ok`),
+    needs `untrusted_ok`), ``refused:confirm`` (so does one filed by a session above private: the
+    identity-write rule, `write.origin`; the accepted line carries ``origin`` and ``class``),
     ``refused:duplicate`` (conventions.md already holds the rule), ``refused:limit`` (2,000 characters,
     or soul.md with conventions.md over 4,000), a write-check code, ``refused:unavailable``."""
     with writer.lock:
@@ -348,6 +350,9 @@ def decide(writer: Writer, ident: str, accept: bool, untrusted_ok: bool = False)
             return Answer.refused(promotion.proposal_decided(ident, found.status))
         if accept and found.label.untrusted and not untrusted_ok:
             return Answer.refused(promotion.proposal_untrusted(ident, found.proposed_by))
+        if accept and needs_confirmation(found.label) and not untrusted_ok:
+            cls = found.label.data_class.value
+            return Answer.refused(promotion.proposal_above_private(ident, found.proposed_by, cls))
         reserved = writer.journal.reserve()
         decision = {
             "event": "decision",
@@ -391,6 +396,8 @@ def decide(writer: Writer, ident: str, accept: bool, untrusted_ok: bool = False)
             before=list(current.entries),
             after=list(outcome.entries),
         )
+        entry["class"] = found.label.data_class.value
+        entry["origin"] = Origin("session", found.proposed_by, found.label).record()
         rewrite = Rewrite(CONVENTIONS.name, current.raw, file_content(outcome.entries))
         change = Change(entry, [_append(decision)], rewrite, reserved)
         writer.journal.commit(change)

@@ -38,6 +38,8 @@ class Code:
     BUNDLE: Final = "refused:bundle"
     CHAIN: Final = "refused:chain"
     CHANGED: Final = "refused:changed"
+    CLASS: Final = "refused:class"
+    CONFIRM: Final = "refused:confirm"
     CONFLICT: Final = "refused:conflict"
     CONSOLIDATE: Final = "refused:consolidate"
     DAMAGED: Final = "refused:damaged"
@@ -49,6 +51,8 @@ class Code:
     ERASED: Final = "refused:erased"
     ERASURE_ID: Final = "refused:erasure-id"
     EXISTS: Final = "refused:exists"
+    FORMAT: Final = "refused:format"  # the write check's rule (issue 15), listed for the record
+    HEADING: Final = "refused:heading"  # the write check's rule (issue 15), listed for the record
     KIND: Final = "refused:kind"
     LENGTH: Final = "refused:length"
     LIMIT: Final = "refused:limit"
@@ -57,6 +61,7 @@ class Code:
     NOT_LATEST: Final = "refused:not-latest"
     NOT_UNDOABLE: Final = "refused:not-undoable"
     ORDER: Final = "refused:order"
+    ORIGIN: Final = "refused:origin"
     REASON: Final = "refused:reason"
     REFS: Final = "refused:refs"
     SCOPE: Final = "refused:scope"

@@ -55,3 +55,14 @@ def import_conflict(ident: str, what: str) -> Refusal:
     return Refusal(
         Code.CONFLICT, f"{ident} is already in this memory with a different {what}; nothing was imported"
     )
+
+
+def trust_not_honoured(whose: str) -> str:
+    """``--trusted`` asked for a bundle this home did not sign (`bundle.signing.verify`): said in the
+    import's answer, whose items are then all untrusted."""
+    why = {
+        "unsigned": "this one is not signed",
+        "another-home": "this one was signed by another home",
+        "changed": "this one was changed after this home signed it",
+    }.get(whose, "this one is not signed")
+    return f"untrusted: --trusted is honoured only for a bundle this home signed, and {why}"

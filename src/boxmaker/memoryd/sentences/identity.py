@@ -66,6 +66,23 @@ def tainted(file: str) -> Refusal:
     )
 
 
+def above_private(file: str, data_class: str) -> Refusal:
+    """An identity edit other than `add` from a trusted session above private (the identity-write
+    rule, `write.origin`): in the shape of `tainted`."""
+    return Refusal(
+        Code.CLASS,
+        f"this session has read {data_class} data; it can take notes but not change {file}",
+    )
+
+
+def held_back(file: str, origin: str) -> Refusal:
+    """An identity edit other than `add` from an origin the owner has not trusted with identity (an
+    MCP client, an import; `write.origin`)."""
+    return Refusal(
+        Code.ORIGIN, f"{origin} cannot change {file}; it can take notes, and an add waits for the owner"
+    )
+
+
 def consolidate_missing(file: str, count: int) -> Refusal:
     """consolidate left out entries of the file."""
     noun = "entry" if count == 1 else "entries"
@@ -142,6 +159,18 @@ def noted(ident: str, untrusted: bool) -> str:
 def saved_as_note(ident: str) -> str:
     """A tainted session's identity add, captured as untrusted note `ident` instead."""
     return f"saved as note {ident} (untrusted): this session has read untrusted content"
+
+
+def saved_as_note_class(ident: str, data_class: str) -> str:
+    """A trusted session's identity add above private, captured as note `ident` (labelled with its
+    class) and staged for the owner instead."""
+    return f"saved as note {ident} ({data_class}): this session has read {data_class} data"
+
+
+def held_as_note(ident: str, origin: str) -> str:
+    """An identity add from an origin the owner has not trusted with identity, captured as note `ident`
+    and staged for the owner instead."""
+    return f"saved as note {ident}: {origin} cannot change identity; the add waits for the owner"
 
 
 def withdrawn_already(ident: str) -> Refusal:
@@ -243,6 +272,21 @@ def staged_note(pending_id: str) -> Refusal:
 def accepted(pending_id: str, edit: str, applied: str) -> str:
     """A staged write was accepted and applied as `edit` (`applied`: the `updated` sentence)."""
     return f"{pending_id} accepted as {edit}: {applied}"
+
+
+def accepted_from(pending_id: str, edit: str, origin: str, applied: str) -> str:
+    """A staged write held back by the identity-write rule was accepted by the owner as `edit`;
+    `origin` names where it came from and its label."""
+    return f"{pending_id} accepted as {edit} (from {origin}): {applied}"
+
+
+def confirm_needed(pending_id: str, origin: str) -> Refusal:
+    """Accepting a staged write whose origin is untrusted or above private needs ``--yes``."""
+    return Refusal(
+        Code.CONFIRM,
+        f"{pending_id} comes from {origin}; accepting it puts its text into every session's prompt; "
+        "nothing was changed; to accept it, run again with --yes",
+    )
 
 
 def not_applied(pending_id: str, sentence: str) -> str:

@@ -61,6 +61,16 @@ def proposal_not_found(ident: str) -> Refusal:
     return Refusal(Code.NOT_FOUND, f"no proposal {ident[:60]}; see bxctl memory proposals --all")
 
 
+def proposal_above_private(ident: str, session: str, data_class: str) -> Refusal:
+    """Accepting a proposal filed by a session above private, without the owner's explicit consent
+    (the identity-write rule: its rule would reach every session's prompt)."""
+    return Refusal(
+        Code.CONFIRM,
+        f"refused (confirm): {ident} came from session {session[:60]}, which held {data_class} data; "
+        "read it with bxctl memory proposals, then accept it with --untrusted-ok; nothing was changed",
+    )
+
+
 def proposal_untrusted(ident: str, session: str) -> Refusal:
     """Accepting a proposal filed by a tainted session, without the owner's explicit consent."""
     return Refusal(

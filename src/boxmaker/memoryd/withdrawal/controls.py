@@ -30,6 +30,7 @@ from boxmaker.memoryd.withdrawal.records import (
     resolve,
     withdrawal_id,
 )
+from boxmaker.proto import fsio
 
 log = logging.getLogger("boxmaker.memoryd.controls")
 
@@ -93,7 +94,7 @@ class Controls:
     def notes(self) -> list[Note]:
         """notes.md's entries (none when it does not exist or is not UTF-8)."""
         try:
-            data = (self.memory_dir / "notes.md").read_bytes()
+            data = fsio.read_bytes(self.memory_dir / "notes.md")
         except FileNotFoundError:
             return []
         return parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))

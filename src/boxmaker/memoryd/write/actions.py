@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
 from boxmaker.memoryd.check.rules import check_text, sentence_for
-from boxmaker.memoryd.files.edits import Item
+from boxmaker.memoryd.files.edits import Item, Outcome, add, consolidate, remove, replace
+from boxmaker.memoryd.files.entries import FileSpec
 from boxmaker.memoryd.sentences import Refusal, capture, identity
 
 FileKey: TypeAlias = Literal["memory", "user"]
@@ -282,3 +284,29 @@ def items(raw: list[RawItem]) -> list[Item] | Refusal:
             op: Literal["keep", "text", "move", "drop"] = ops[0]  # type: ignore[assignment]
             result.append(Item(op, item.old, item.text))
     return result
+
+
+def decide(spec: FileSpec, entries: Sequence[str], action: MemoryAction) -> Outcome | Refusal:
+    """The outcome of an identity action on `entries`, or its refusal (pure)."""
+    if isinstance(action, Add):
+        return add(spec, entries, action.text)
+    if isinstance(action, Replace):
+        return replace(spec, entries, action.old, action.text)
+    if isinstance(action, Remove):
+        return remove(spec, entries, action.old)
+    if isinstance(action, Consolidate):
+        parsed = items(list(action.entries))
+        return parsed if isinstance(parsed, Refusal) else consolidate(spec, entries, parsed)
+    raise TypeError(f"not an identity action: {action!r}")
+
+
+def given(action: MemoryAction, fields: CaptureFields | Refusal | None) -> dict[str, Any]:
+    """The journal field ``capture`` of a trusted identity `add` that was given capture fields
+    (recorded there only: identity entries are not items), else nothing."""
+    if not isinstance(action, Add) or all(
+        getattr(action, key) is None
+        for key in ("kind", "subject", "confidence", "scope", "corroborating_refs", "inspired_by")
+    ):
+        return {}
+    checked = fields if isinstance(fields, CaptureFields) else capture_fields(action)
+    return {"capture": checked.given()} if isinstance(checked, CaptureFields) else {}

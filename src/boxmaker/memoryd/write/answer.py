@@ -13,6 +13,7 @@ from boxmaker.memoryd import sentences
 from boxmaker.memoryd.files.store import FileUnreadable
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.sentences.damage import DISK_FULL
+from boxmaker.memoryd.write.origin import Origin, OriginKind
 from boxmaker.proto import fsio
 from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.labels import DataClass, Label
@@ -23,12 +24,23 @@ log = logging.getLogger("boxmaker.memoryd")
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who writes: the session, the call id, the session's label, and whether it is the owner
-    (set only by the owner's own commands on the admin socket, never from a message body)."""
+    (set only by the owner's own commands on the admin socket, never from a message body); `kind`
+    says what a non-owner caller is (a ``session``, an ``mcp`` client whose identity writes the owner
+    trusts when `client_trusted`, an ``import``), for the identity-write rule (`origin`)."""
 
     session: str
     call: str
     label: Label
     owner: bool = False
+    kind: OriginKind = "session"
+    client_trusted: bool = False
+
+    @property
+    def origin(self) -> Origin:
+        """Where this caller's writes come from, with its label (`write.origin.identity_rule`)."""
+        if self.owner:
+            return Origin("owner", OWNER_SESSION, self.label)
+        return Origin(self.kind, self.session, self.label, self.client_trusted)
 
 
 #: The label of the owner's own writes, and of moved and dropped notes: private, trusted.

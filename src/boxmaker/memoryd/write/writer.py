@@ -27,11 +27,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from boxmaker.memoryd import sentences
-from boxmaker.memoryd.files import pending, source
-from boxmaker.memoryd.files.edits import Outcome, add, consolidate, remove, replace, vet_note
+from boxmaker.memoryd.files import source
+from boxmaker.memoryd.files.edits import Outcome, vet_note
 from boxmaker.memoryd.files.entries import (
     BY_NAME,
     CONVENTIONS,
@@ -48,18 +46,18 @@ from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import IdentityFile, Store
 from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
 from boxmaker.memoryd.sentences import OK, Refusal, identity
+from boxmaker.memoryd.write import staged
 from boxmaker.memoryd.write.actions import (
     Add,
     CaptureFields,
-    Consolidate,
     MemoryAction,
     Note,
-    Remove,
-    Replace,
     capture_fields,
-    items,
+    decide,
+    given,
 )
 from boxmaker.memoryd.write.answer import OWNER, PRIVATE, Answer, Caller
+from boxmaker.memoryd.write.origin import identity_rule
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
 
@@ -131,26 +129,43 @@ class Writer:
     # The memory tool -------------------------------------------------------------------------
 
     def memory(self, caller: Caller, action: MemoryAction) -> Answer:
-        """Route and apply one `memory` call by the caller's label (M5a section 5)."""
+        """Route and apply one `memory` call by the identity-write rule (M5a section 5; `origin`)."""
         fields = capture_fields(action) if isinstance(action, (Note, Add)) else None
         if isinstance(fields, Refusal):
             return Answer.refused(fields)
         if isinstance(action, Note):
             return self.note(caller, action.text, "note", fields=fields)
         spec = IDENTITY_FILES[action.file]
-        if caller.label.untrusted:
+        verdict = identity_rule(caller.origin)
+        if not verdict.applies:
             if isinstance(action, Add):
-                return self.note(caller, action.text, "add", spec.name, fields=fields)
-            return Answer.refused(identity.tainted(spec.name))
+                return self._hold(caller, action, spec, fields)
+            return Answer.refused(verdict.refusal(spec.name, caller.origin))
         with self.lock:
             current = self.store.read_identity(spec)
             outcome = decide(spec, current.entries, action)
             if isinstance(outcome, Refusal):
                 return Answer.refused(outcome)
             if self.review and not caller.owner:
-                return self._stage(caller, action, spec)
-            edit = self._commit(caller, _action_name(action), current, outcome, _given(action, fields))
+                return staged.staged_answer(staged.stage(self, caller, action), spec)
+            edit = self.commit_edit(
+                caller,
+                _action_name(action),
+                current,
+                outcome,
+                given(action, fields),
+                data_class=caller.label.data_class,
+            )
         return Answer(identity.updated(spec.name, text_length(outcome.entries), spec.limit), OK, edit)
+
+    def _hold(self, caller: Caller, action: Add, spec: FileSpec, fields: CaptureFields | None) -> Answer:
+        """An `add` the identity-write rule holds back: kept as a note with the caller's label, and
+        staged with its origin for the owner (`staged.accept`)."""
+        noted = self.note(caller, action.text, "add", spec.name, fields=fields)
+        if noted.ok:
+            with self.lock:
+                staged.stage(self, caller, action)
+        return noted
 
     def note(
         self,
@@ -236,66 +251,18 @@ class Writer:
         if said:
             return Answer(said, sentences.OK, line["id"])
         if action == "add":
-            return Answer(identity.saved_as_note(ident), sentences.NOTED, line["id"])
+            return Answer(_held_sentence(caller, ident), sentences.NOTED, line["id"])
         return Answer(identity.noted(ident, caller.label.untrusted), sentences.NOTED, line["id"])
 
-    # Review ----------------------------------------------------------------------------------
+    # Review (`staged`) -------------------------------------------------------------------------
 
-    def _stage(self, caller: Caller, action: MemoryAction, spec: FileSpec) -> Answer:
-        path = self.store.pending_path
-        moment = self.now()
-        pid = pending.next_id(path, moment.date())
-        event = {
-            "event": "staged",
-            "id": pid,
-            "time": _stamp(moment),
-            **_who(caller),
-            "taint": caller.label.data_class.value,
-            "arguments": msgspec.to_builtins(action),
-        }
-        fsio.append_line(path, encode_line(event))
-        return Answer(identity.staged(pid, spec.name), sentences.STAGED)
-
-    def accept(self, pid: str) -> Answer:
-        """Apply a staged write with the same checks, against the file as it is now."""
-        with self.lock:
-            staged, state = pending.find(self.store.pending_path, pid)
-            if staged is None or state != "pending":
-                return Answer.refused(identity.not_pending(pid, state))
-            parsed = _staged(pid, staged)
-            if isinstance(parsed, Answer):
-                return parsed
-            action, caller = parsed
-            spec = IDENTITY_FILES[action.file]
-            current = self.store.read_identity(spec)
-            outcome = decide(spec, current.entries, action)
-            if isinstance(outcome, Refusal):
-                return Answer(identity.not_applied(pid, outcome.sentence), outcome.code)
-            decision = self._decision(pid, "accepted")
-            given = _given(action, None)
-            edit = self._commit(
-                caller, _action_name(action), current, outcome, {"pending": pid, **given}, appends=[decision]
-            )
-        size = text_length(outcome.entries)
-        return Answer(identity.accepted(pid, edit, identity.updated(spec.name, size, spec.limit)), OK, edit)
+    def accept(self, pid: str, confirmed: bool = False) -> Answer:
+        """Apply a staged write with the same checks, against the file as it is now (`staged.accept`)."""
+        return staged.accept(self, pid, confirmed)
 
     def reject(self, pid: str) -> Answer:
         """Discard a staged write (journalled)."""
-        with self.lock:
-            staged, state = pending.find(self.store.pending_path, pid)
-            if staged is None or state != "pending":
-                return Answer.refused(identity.not_pending(pid, state))
-            arguments = staged.get("arguments")
-            key = arguments.get("file") if isinstance(arguments, dict) else None
-            file = IDENTITY_FILES[key].name if key in IDENTITY_FILES else "memory.md"
-            entry = {**_who(OWNER), "action": "reject", "file": file, "where": "pending.jsonl"}
-            entry.update({"before": [], "after": [], "pending": pid})
-            line = self.journal.commit(Change(entry, [self._decision(pid, "rejected")]))
-        return Answer(identity.rejected(pid, file), OK, line["id"])
-
-    def _decision(self, pid: str, event: str) -> Append:
-        line = {"event": event, "id": pid, "time": _stamp(self.now())}
-        return Append("pending.jsonl", encode_line(line) + b"\n")
+        return staged.reject(self, pid)
 
     # Undo ------------------------------------------------------------------------------------
 
@@ -317,7 +284,9 @@ class Writer:
             if text_length(restored) > spec.limit:
                 return Answer.refused(identity.limit(spec.name, text_length(restored), spec.limit))
             extra = {"undoes": target["id"]}
-            edit = self._commit(OWNER, "undo", current, Outcome(restored), extra)
+            edit = self.commit_edit(
+                OWNER, "undo", current, Outcome(restored), extra, data_class=_class_of(target)
+            )
         return Answer(identity.undone(target["id"], edit, spec.name), OK, edit)
 
     def _undo_target(self, wanted: str | None) -> dict[str, Any] | Answer:
@@ -362,7 +331,7 @@ class Writer:
 
     # Commit ----------------------------------------------------------------------------------
 
-    def _commit(
+    def commit_edit(
         self,
         caller: Caller,
         action: str,
@@ -370,8 +339,11 @@ class Writer:
         outcome: Outcome,
         extra: dict[str, Any],
         *,
+        data_class: DataClass,
         appends: Sequence[Append] = (),
     ) -> str:
+        """Journal and apply one identity edit (its moved and dropped entries appended to notes.md);
+        the line carries the class of the text written (``class``, DESIGN 10.4 added); the edit id."""
         spec = current.spec
         moment = header_time(self.now())
         first = self._next_position() if outcome.departures else self._notes
@@ -386,6 +358,7 @@ class Writer:
             "where": spec.name,
             "before": list(current.entries),
             "after": list(outcome.entries),
+            "class": data_class.value,
             **extra,
         }
         steps = list(appends)
@@ -409,42 +382,25 @@ class Writer:
         return Append("notes.md", data)
 
 
-def _staged(pid: str, staged: dict[str, Any]) -> tuple[Add | Replace | Remove | Consolidate, Caller] | Answer:
-    """The identity action and the caller of a staged event, or why pending.jsonl's line is unusable."""
+def _class_of(line: dict[str, Any]) -> DataClass:
+    """The class a journal line records for its edit (lines from before the field: private); an undo
+    carries the class of the edit it reverts, so a class is never lost by undoing (only stricter)."""
     try:
-        action: MemoryAction = msgspec.convert(staged["arguments"], MemoryAction)
-        caller = Caller(str(staged["session"]), str(staged["call"]), Label(DataClass(staged["taint"]), False))
-    except (KeyError, ValueError, msgspec.ValidationError) as exc:
-        return Answer.refused(identity.staged_damaged(pid, str(exc)))
-    if isinstance(action, Note):
-        return Answer.refused(identity.staged_note(pid))
-    return action, caller
+        return DataClass(line.get("class", "private"))
+    except ValueError:
+        return DataClass.SECRET
 
 
-def decide(spec: FileSpec, entries: Sequence[str], action: MemoryAction) -> Outcome | Refusal:
-    """The outcome of an identity action on `entries`, or its refusal (pure)."""
-    if isinstance(action, Add):
-        return add(spec, entries, action.text)
-    if isinstance(action, Replace):
-        return replace(spec, entries, action.old, action.text)
-    if isinstance(action, Remove):
-        return remove(spec, entries, action.old)
-    if isinstance(action, Consolidate):
-        parsed = items(list(action.entries))
-        return parsed if isinstance(parsed, Refusal) else consolidate(spec, entries, parsed)
-    raise TypeError(f"not an identity action: {action!r}")
-
-
-def _given(action: MemoryAction, fields: CaptureFields | Refusal | None) -> dict[str, Any]:
-    """The journal field ``capture`` of a trusted identity `add` that was given capture fields
-    (recorded there only: identity entries are not items), else nothing."""
-    if not isinstance(action, Add) or all(
-        getattr(action, key) is None
-        for key in ("kind", "subject", "confidence", "scope", "corroborating_refs", "inspired_by")
-    ):
-        return {}
-    checked = fields if isinstance(fields, CaptureFields) else capture_fields(action)
-    return {"capture": checked.given()} if isinstance(checked, CaptureFields) else {}
+def _held_sentence(caller: Caller, ident: str) -> str:
+    """What a held-back `add` answers: the seed's sentence for an untrusted session, else one naming
+    the class or the origin."""
+    origin = caller.origin
+    reason = identity_rule(origin).reason
+    if reason == "tainted":
+        return identity.saved_as_note(ident)
+    if reason == "class":
+        return identity.saved_as_note_class(ident, origin.label.data_class.value)
+    return identity.held_as_note(ident, origin.described)
 
 
 def _action_name(action: MemoryAction) -> str:
@@ -461,7 +417,3 @@ def _stat(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return info.st_size, info.st_mtime_ns
-
-
-def _stamp(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
