@@ -658,6 +658,9 @@ def test_secret_runs_after_the_ten_rules() -> None:
 # The secret rule's boundaries, which the mutation run found untested (docs/mutation.md) -------------
 
 BODY = "MIIEowIBAAKCAQEAwJbH2Vb8nq0YpZk1G7Q3Xc0f9LmABCDEFGH"
+#: A base64 run that looks like no key by itself (no DER opening, no key-like chunks): the header's
+#: own threshold decides.
+PLAIN = "abcdefghij" * 5
 
 
 @pytest.mark.parametrize(
@@ -674,8 +677,9 @@ BODY = "MIIEowIBAAKCAQEAwJbH2Vb8nq0YpZk1G7Q3Xc0f9LmABCDEFGH"
         ("password=hunter is old", True),  # assigned with =
         ("password: hunt3r was rotated", True),  # not all letters
         ("sk-ab12cd34ef56gh78", True),  # a key: 16 characters mixing letters and digits after sk-
-        ("-----BEGIN RSA PRIVATE KEY-----\n" + BODY[:40], True),  # a body of 40 base64 characters
-        ("-----BEGIN RSA PRIVATE KEY-----\n" + BODY[:39], False),  # 39: not yet a key
+        ("-----BEGIN RSA PRIVATE KEY-----\n" + PLAIN[:40], True),  # a body of 40 base64 characters
+        ("-----BEGIN RSA PRIVATE KEY-----\n" + PLAIN[:39], False),  # 39: not yet a key
+        ("-----BEGIN RSA PRIVATE KEY-----\n" + BODY[:39], True),  # 39, but a key's own opening
         ("-----END RSA PRIVATE KEY-----\nthen -----BEGIN RSA PRIVATE KEY-----", False),  # END before BEGIN
     ],
 )

@@ -9,7 +9,10 @@ a rename or replace (both paths), a remove, a directory made or removed, a mode 
 a truncate, a copy or move by `shutil`, an SQLite database opened other than read-only (SQLite writes
 it, and its -wal, -shm and -journal files, from C) and a Unix socket bound. Each line holds the event,
 the absolute paths and the process's ``sys.argv`` at that moment (``-m boxmaker.memoryd`` makes it end
-in ``memoryd/__main__.py``). Without ``BOXMAKER_TEST_WRITES`` it does nothing.
+in ``memoryd/__main__.py``). An ``os.open`` relative to a folder's descriptor (``dir_fd``, as `proto.fsio`
+opens every file, never through a link) raises the ``open`` event with the bare name, so `os.open` is
+wrapped to record the folder's path with it (read from ``/proc/self/fd``). Without
+``BOXMAKER_TEST_WRITES`` it does nothing.
 """
 
 from __future__ import annotations
@@ -93,6 +96,23 @@ def _install(folder: str) -> None:
             busy.on = False
 
     sys.addaudithook(hook)
+    plain_open = os.open
+
+    def open_relative(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if dir_fd is None:
+            return plain_open(path, flags, mode)
+        if flags & _WRITE_FLAGS and not getattr(busy, "on", False):
+            folder = os.readlink(f"/proc/self/fd/{dir_fd}")
+            full = os.path.join(folder, os.fsdecode(os.fspath(path)))
+            line = {"event": "open", "paths": [full], "argv": list(sys.argv), "pid": os.getpid()}
+            os.write(fd, (json.dumps(line) + "\n").encode("utf-8"))
+        busy.on = True  # the audit event names only the bare name: recorded above instead
+        try:
+            return plain_open(path, flags, mode, dir_fd=dir_fd)
+        finally:
+            busy.on = False
+
+    os.open = open_relative  # type: ignore[assignment]
 
 
 if os.environ.get("BOXMAKER_TEST_WRITES"):
