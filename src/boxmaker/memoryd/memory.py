@@ -24,8 +24,8 @@ from boxmaker.memoryd.files.serve import serve
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
+from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.items.projections import Excluded
-from boxmaker.memoryd.items.store import ItemStore
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
 from boxmaker.memoryd.write.writer import Writer

@@ -36,8 +36,8 @@ from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
 from boxmaker.memoryd.index.retrievals import Turns
 from boxmaker.memoryd.items import archive, projections
+from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.items.projections import Excluded
-from boxmaker.memoryd.items.store import ItemStore
 from boxmaker.memoryd.memory import Memory, block, excluded
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
@@ -107,7 +107,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         layout.memory / "recalls",
         now,
         exclusion=controls.exclusion,
-        items=items.items,
+        items=items.current,
         turns=Turns(layout.sessions),
     )
     withdrawals = Withdrawals(

@@ -4,6 +4,7 @@ through `write.itemops` as the owner."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -53,7 +54,7 @@ def _items(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     return MemoryAdminReply("\n".join(_item_row(item, withdrawn, hidden) for item in shown), data)
 
 
-def _hidden(every: dict[str, Item], withdrawn: dict[str, list[str]]) -> frozenset[str]:
+def _hidden(every: Mapping[str, Item], withdrawn: dict[str, list[str]]) -> frozenset[str]:
     """The ids a pointer may not name: withdrawn or erased items."""
     return frozenset(withdrawn) | {i for i, item in every.items() if item.erased}
 

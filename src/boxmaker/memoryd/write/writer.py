@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,8 @@ from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import header_time, render, render_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import IdentityFile, Store
-from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.store import Item, capture_event
 from boxmaker.memoryd.sentences import OK, Refusal, identity
 from boxmaker.memoryd.write.actions import (
     Add,
@@ -69,7 +70,7 @@ UNDOABLE: dict[str, FileSpec] = {**BY_NAME, CONVENTIONS.name: CONVENTIONS}
 
 
 #: A capture's plan (`Writer.note`): (fold, new id, time, edit id) → (label, events after, sentence).
-Plan = Callable[[dict[str, Item], str, str, str], "tuple[Label, list[dict[str, Any]], str] | Refusal"]
+Plan = Callable[[Mapping[str, Item], str, str, str], "tuple[Label, list[dict[str, Any]], str] | Refusal"]
 
 
 class Writer:
@@ -180,7 +181,7 @@ class Writer:
             label, said = caller.label, ""
             after: list[dict[str, Any]] = []
             if plan is not None:
-                decided = plan(self.items.items(), ident, reserved.time, reserved.id)
+                decided = plan(self.items.latest().items, ident, reserved.time, reserved.id)
                 if isinstance(decided, Refusal):
                     return Answer.refused(decided)
                 label, after, said = decided
