@@ -12,8 +12,10 @@ staging), opens and closes them, and routes each message kind its three sockets 
 | reindex | bxctl | reindexed |
 | memory_admin | bxctl | memory_admin_reply (`admin.handle`) |
 
-Wiring that must stay as it is: the journal's listener rewrites index.md and the topic pages after
-every commit that carried item events or controls (and `open` renders them once); the writer hands
+Wiring that must stay as it is: the journal's listeners first fold what the commit appended into
+the item store (`ItemStore.follow`), then write the index.md and topic pages it touched after every
+commit that carried item events or controls (`pages.Pages`; `open` renders what a crash left
+unwritten); the writer hands
 every note it appends to the index (`Index.add_notes`); a withdrawal rebuilds the index in the
 background; the archive timer (``[archive] enabled``) runs the archive once a day under the write lock.
 """
@@ -35,10 +37,11 @@ from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
 from boxmaker.memoryd.index.retrievals import Turns
-from boxmaker.memoryd.items import archive, projections
+from boxmaker.memoryd.items import archive
 from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.pages import Pages
 from boxmaker.memoryd.items.projections import Excluded
-from boxmaker.memoryd.memory import Memory, block, excluded
+from boxmaker.memoryd.memory import Memory, block
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
 from boxmaker.memoryd.write.writer import Writer
@@ -102,6 +105,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
     writer = Writer(
         store, journal, now, config.review, index.add_notes, sessions=layout.sessions, items=items
     )
+    pages = Pages(layout.memory, items, controls.exclusion, controls.path)
     recaller = Recaller(
         index,
         layout.memory / "recalls",
@@ -126,6 +130,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         journal=journal,
         writer=writer,
         items=items,
+        pages=pages,
         controls=controls,
         withdrawals=withdrawals,
         index=index,
@@ -170,8 +175,8 @@ class Memoryd:
         memory = self.memory
         created = memory.store.ensure()
         memory.writer.open()
-        memory.journal.listeners.append(self._after_commit)
-        self.refresh_projections()
+        memory.journal.listeners += [memory.items.follow, self._after_commit]
+        memory.pages.open()
         memory.index.open()
         memory.index.warm_up()
         if self.archive_timer is not None:
@@ -182,6 +187,7 @@ class Memoryd:
         """Stop the archive timer (a run in progress finishes) and close the index."""
         if self.archive_timer is not None:
             self.archive_timer.stop()
+        self.memory.pages.close()
         self.memory.index.close()
 
     def handle(self, kind: str, body: Body) -> Body:
@@ -209,14 +215,9 @@ class Memoryd:
         raise ProtocolError(f"memoryd does not answer {kind}")
 
     def refresh_projections(self) -> None:
-        """Rewrite index.md and the topic pages where they changed (logged, never raised)."""
-        memory = self.memory
-        try:
-            items, hidden = memory.items.items().values(), excluded(memory)
-        except OSError as exc:
-            log.error("cannot write memory/index.md or memory/topics/: %s", exc)
-            return
-        projections.refresh(memory.config.layout.memory, items, hidden)
+        """Write index.md and the topic pages the last changes touched (`pages.Pages.flush`: logged,
+        never raised)."""
+        self.memory.pages.flush()
 
     def _after_commit(self, line: dict[str, Any]) -> None:
         if line.get("events") or line.get("controls"):

@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,10 @@ log = logging.getLogger("boxmaker.memoryd.items")
 GUARD_BYTES = 64
 
 Identity = tuple[int, int, int, int] | None
+#: One item changed by an event: (before, after); before is None for a capture.
+Change = tuple[Item | None, Item]
+#: Told of each change (`ItemStore.listeners`): the items changed, or None after a whole refold.
+Listener = Callable[[list[Change] | None], None]
 
 
 #: The events that name the items they change, and where.
@@ -72,9 +76,10 @@ class Fold:
         self._subjects: dict[str, tuple[str, ...]] = {}
         self._highest: dict[str, int] = {}
 
-    def apply(self, event: dict[str, Any]) -> list[str]:
-        """Apply one event; returns the ids it changed ([] for an event that does not fit, which is
-        skipped with a log line naming it: the fold never raises)."""
+    def apply(self, event: dict[str, Any]) -> list[Change]:
+        """Apply one event; returns each item it changed as (before, after), before None for a
+        capture ([] for an event that does not fit, which is skipped with a log line naming it: the
+        fold never raises)."""
         self.events += 1
         self._count(event)
         before = {i: self.items[i] for i in _named(event) if i in self.items}
@@ -83,9 +88,10 @@ class Fold:
         except (KeyError, TypeError, ValueError, msgspec.ValidationError) as exc:
             log.warning("skipping event %d of the item log (%s): %s", self.events, event.get("event"), exc)
             return []
-        for ident in changed:
-            self._index(before.get(ident), self.items[ident])
-        return changed
+        pairs = [(before.get(ident), self.items[ident]) for ident in changed]
+        for old, new in pairs:
+            self._index(old, new)
+        return pairs
 
     def _count(self, event: dict[str, Any]) -> None:
         ident = event.get("id")
@@ -171,8 +177,8 @@ class ItemStore:
         self._offset = 0
         self._guard = b""
         self._snapshot: dict[str, Item] | None = None
-        #: Called with the ids each change touched, and None after a refold (the projections).
-        self.listeners: list[Any] = []
+        #: Told of every change, under the store's mutex (the projections keep their parts up to date).
+        self.listeners: list[Listener] = []
 
     # Keeping up with the file -----------------------------------------------------------------
 
@@ -216,16 +222,29 @@ class ItemStore:
             elif _identity(self.path) != self._seen:
                 self._catch_up()
 
-    def refold(self) -> None:
-        """Fold the whole file again (erasure, replay, reindex; a file changed underneath).
+    def refold(self, upto: int | None = None) -> None:
+        """Fold the whole file again (erasure, replay, reindex; a file changed underneath); with
+        `upto`, only its first `upto` bytes, quietly, so that the next `follow` hands the rest to the
+        listeners as changes (the projections' start, `pages.Pages.open`).
 
         Raises:
             OSError: when the log cannot be read.
         """
         with self._mutex:
-            self._refold()
+            self._refold(upto)
 
-    def _refold(self) -> None:
+    @property
+    def folded(self) -> Fold:
+        """The fold as last read, without looking at the file (for the listeners, which run while
+        the store is being brought up to date)."""
+        return self._fold
+
+    def position(self) -> tuple[int, Identity]:
+        """The bytes of the log folded and the identity of the file they were read from."""
+        with self._mutex:
+            return self._offset, self._seen
+
+    def _refold(self, upto: int | None = None) -> None:
         try:
             handle = self.path.open("rb")
         except FileNotFoundError:
@@ -234,14 +253,23 @@ class ItemStore:
             with handle:
                 identity = _of(os.fstat(handle.fileno()))
                 data = handle.read()
+        if (
+            upto is not None
+            and identity is not None
+            and 0 < upto < len(data)
+            and data[upto - 1 : upto] == b"\n"
+        ):
+            data = data[:upto]
+            identity = (identity[0], identity[1], upto, -1)  # not the file as it is: the next read follows it
         fold = Fold()
         self._offset = _fold_lines(fold, data)
         self._fold, self._seen, self._read = fold, identity, True
         self._guard = data[max(0, self._offset - GUARD_BYTES) : self._offset]
         self._snapshot = None
         self.refolds += 1
-        for listener in self.listeners:
-            listener(None)
+        if upto is None:
+            for listener in self.listeners:
+                listener(None)
 
     def _catch_up(self) -> None:
         """Fold the lines appended since the last read, or everything again when the file is not
@@ -266,7 +294,7 @@ class ItemStore:
             self._refold()
             return
         tail = data[len(self._guard) :]
-        changed: list[str] = []
+        changed: list[Change] = []
         consumed = _fold_lines(self._fold, tail, changed)
         self._offset += consumed
         self._guard = data[max(0, len(self._guard) + consumed - GUARD_BYTES) : len(self._guard) + consumed]
@@ -321,7 +349,7 @@ class ItemStore:
 _DECODER = msgspec.json.Decoder()
 
 
-def _fold_lines(fold: Fold, data: bytes, changed: list[str] | None = None) -> int:
+def _fold_lines(fold: Fold, data: bytes, changed: list[Change] | None = None) -> int:
     """Apply the complete lines of `data` to `fold` (adding the ids they change to `changed`);
     returns the bytes those lines take. A line that is not an event is skipped with a log line."""
     lines, _ = complete_lines(data)

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from boxmaker.memoryd.items.projections import read_page
+from boxmaker.memoryd.files.names import TOPICS_DIR
 from boxmaker.memoryd.memory import Memory, excluded
 from boxmaker.memoryd.sentences import Refusal, unavailable
+from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.memoryd.tool.action import Action
 from boxmaker.memoryd.tool.call import Call, refuse
 from boxmaker.memoryd.write.actions import convert
@@ -46,12 +47,15 @@ def _parse(call: Call) -> IndexArgs | TopicArgs | Refusal:
 
 def _apply(memory: Memory, call: Call, args: IndexArgs | TopicArgs) -> ToolResponse:
     try:
-        items, hidden = memory.items.items().values(), excluded(memory)
+        memory.items.current()
+        excluded(memory)
     except OSError as exc:
         return refuse(call, unavailable(f"items.jsonl cannot be read ({exc})", "nothing to show"))
-    page = read_page(items, hidden, args.topic if isinstance(args, TopicArgs) else None)
-    if isinstance(page, Refusal):
-        return refuse(call, page)
+    topic = args.topic if isinstance(args, TopicArgs) else None
+    name = None if topic is None else topic.removeprefix(f"{TOPICS_DIR}/").removesuffix(".md")
+    page = memory.pages.page(name)
+    if page is None:
+        return refuse(call, files_sentences.unknown_topic(str(topic), memory.pages.topics()))
     return ToolResponse(call.call_id, page.text, "ok", page.label)
 
 
