@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,14 +185,14 @@ class Journal:
 
     @staticmethod
     def _complete_append(path: Path, offset: int, data: bytes) -> None:
-        current = path.read_bytes() if path.exists() else b""
-        if current[offset : offset + len(data)] == data:
+        size, current = _read_at(path, offset, len(data) + 1)  # never the whole file: flat at any size
+        if current[: len(data)] == data:
             return
-        if len(current) > offset and not data.startswith(current[offset:]):
+        if size > offset and not data.startswith(current):
             log.warning("%s changed after an interrupted edit; appending its record again", path)
             fsio.append_bytes(path, data)
             return
-        if len(current) > offset:
+        if size > offset:
             fsio.truncate(path, offset)
         fsio.append_bytes(path, data)
 
@@ -255,6 +256,16 @@ def encode_line(value: dict[str, Any]) -> bytes:
 
 def _stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _read_at(path: Path, offset: int, count: int) -> tuple[int, bytes]:
+    """A file's size and up to `count` of its bytes from `offset` (0 and nothing when it is missing)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            return os.fstat(handle.fileno()).st_size, handle.read(count)
+    except FileNotFoundError:
+        return 0, b""
 
 
 def _size(path: Path) -> int:

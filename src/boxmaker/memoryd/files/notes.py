@@ -99,6 +99,21 @@ def parse(text: str) -> list[Note]:
     return notes
 
 
+_CANDIDATE = re.compile("^§ ", re.MULTILINE)
+
+
+def count(text: str) -> int:
+    """``len(parse(text))`` without making the notes (memoryd counts notes.md at start)."""
+    found, first = 0, len(text)
+    for candidate in _CANDIDATE.finditer(text):
+        start = candidate.start()
+        end = text.find("\n", start)
+        if _HEADER.match(text[start : end if end >= 0 else len(text)]) is not None:
+            found += 1
+            first = min(first, start)
+    return found + (1 if text[:first].strip() else 0)
+
+
 def is_header(line: str) -> bool:
     """True for a notes.md header line (``§ noted …``, ``§ moved …``, ``§ dropped …``)."""
     return _HEADER.match(line) is not None

@@ -23,6 +23,7 @@ Concurrency, so memoryd always answers:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import logging
@@ -34,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from boxmaker.memoryd.files.entries import normalise_newlines
-from boxmaker.memoryd.files.notes import Note
+from boxmaker.memoryd.files.notes import Note, is_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
 from boxmaker.memoryd.index.hits import Hit
@@ -421,19 +422,22 @@ def _stat(path: Path) -> Stat:
 def _sync_notes(db: IndexDB, data: bytes) -> bool:
     """Bring `db`'s notes in line with notes.md's `data`, in one transaction. Returns True when
     notes.md had only grown by appending since `db` last saw it (the new notes were added), False
-    when it had changed otherwise (every note was indexed again)."""
+    when it had changed otherwise (every note was indexed again). Only the appended bytes are parsed
+    when they start with a note's header, so a start costs the same at any size."""
     known = int(db.meta("notes_bytes") or 0)
-    notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
     count = int(db.meta("notes_count") or 0)
-    appended = (
-        known <= len(data)
-        and hashlib.sha256(data[:known]).hexdigest()
-        == (db.meta("notes_sha256") or hashlib.sha256().hexdigest())
-        and len(notes) >= count
-    )
     meta = {"notes_sha256": hashlib.sha256(data).hexdigest(), "notes_bytes": str(len(data))}
-    if appended:
+    grown = known <= len(data) and hashlib.sha256(data[:known]).hexdigest() == (
+        db.meta("notes_sha256") or hashlib.sha256().hexdigest()
+    )
+    tail = normalise_newlines(data[known:].decode("utf-8", errors="replace")) if grown else ""
+    if grown and (not tail.strip() or is_header(tail.lstrip("\n").split("\n", 1)[0])):
+        added = [dataclasses.replace(note, position=note.position + count) for note in parse_notes(tail)]
+        db.add_notes(added, meta)
+        return True
+    notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
+    if grown and len(notes) >= count:
         db.add_notes(notes[count:], meta)
-    else:
-        db.replace_notes(notes, meta)
-    return appended
+        return True
+    db.replace_notes(notes, meta)
+    return False

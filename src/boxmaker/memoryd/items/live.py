@@ -43,6 +43,8 @@ log = logging.getLogger("boxmaker.memoryd.items")
 #: How many bytes before the folded end are compared when the file grows (a rewrite in place that
 #: changed them is folded again from the start).
 GUARD_BYTES = 64
+#: The log is read this many bytes at a time.
+READ_BYTES = 1 << 20
 
 Identity = tuple[int, int, int, int] | None
 #: One item changed by an event: (before, after); before is None for a capture.
@@ -71,8 +73,8 @@ class Fold:
     def __init__(self) -> None:
         self.items: dict[str, Item] = {}
         self.events = 0
-        self._order: dict[str, int] = {}
-        self._by_note: dict[str, str] = {}
+        self._order: dict[str, int] | None = None  # made when first asked (`position`)
+        self._by_note: list[str | None] = []  # item id by the position in its notes.md key
         self._subjects: dict[str, tuple[str, ...]] = {}
         self._highest: dict[str, int] = {}
 
@@ -103,9 +105,13 @@ class Fold:
 
     def _index(self, old: Item | None, new: Item) -> None:
         if old is None:
-            self._order[new.id] = len(self._order)
-            if new.note:
-                self._by_note[new.note] = new.id
+            if self._order is not None:
+                self._order[new.id] = len(self._order)
+            at = _note_position(new.note)
+            if at is not None:
+                if at >= len(self._by_note):
+                    self._by_note += [None] * (at + 1 - len(self._by_note))
+                self._by_note[at] = new.id
         was, now = _live_subject(old), _live_subject(new)
         if was == now:
             return
@@ -117,7 +123,9 @@ class Fold:
                 self._subjects.pop(was, None)
         if now is not None:
             ids = [*self._subjects.get(now, ()), new.id]
-            self._subjects[now] = tuple(sorted(ids, key=self._order.__getitem__))
+            if old is not None:  # a capture comes last; anything else takes its place in capture order
+                ids.sort(key=self.position)
+            self._subjects[now] = tuple(ids)
 
     def next_number(self, day: dt.date) -> int:
         """The ordinal the next item of `day` gets (`next_number` over the events applied)."""
@@ -125,16 +133,28 @@ class Fold:
 
     def by_note(self, key: str) -> Item | None:
         """The item captured with notes.md key `key`, or None."""
-        ident = self._by_note.get(key)
-        return None if ident is None else self.items.get(ident)
+        at = _note_position(key)
+        ident = self._by_note[at] if at is not None and at < len(self._by_note) else None
+        item = None if ident is None else self.items.get(ident)
+        return item if item is not None and item.note == key else None
 
     def position(self, ident: str) -> int:
         """An item's capture position (0 for the first; -1 for an unknown id)."""
+        if self._order is None:
+            self._order = {found: n for n, found in enumerate(self.items)}
         return self._order.get(ident, -1)
 
     def active_of(self, subject: str) -> list[Item]:
         """The active, not erased state items of `subject`, in capture order (`active_by_subject`)."""
         return [self.items[i] for i in self._subjects.get(subject, ())]
+
+
+def _note_position(key: str) -> int | None:
+    """The position in a notes.md key ``note/<position>/<time>``, or None."""
+    parts = key.split("/", 2)
+    if len(parts) == 3 and parts[0] == "note" and parts[1].isascii() and parts[1].isdigit():
+        return int(parts[1])
+    return None
 
 
 def _named(event: dict[str, Any]) -> list[str]:
@@ -245,26 +265,32 @@ class ItemStore:
             return self._offset, self._seen
 
     def _refold(self, upto: int | None = None) -> None:
+        fold, offset, guard = Fold(), 0, b""
         try:
             handle = self.path.open("rb")
         except FileNotFoundError:
-            data, identity = b"", None
+            identity: Identity = None
         else:
             with handle:
                 identity = _of(os.fstat(handle.fileno()))
-                data = handle.read()
-        if (
-            upto is not None
-            and identity is not None
-            and 0 < upto < len(data)
-            and data[upto - 1 : upto] == b"\n"
-        ):
-            data = data[:upto]
-            identity = (identity[0], identity[1], upto, -1)  # not the file as it is: the next read follows it
-        fold = Fold()
-        self._offset = _fold_lines(fold, data)
+                limit = identity[2] if upto is None else min(upto, identity[2])
+                rest = b""
+                while offset + len(rest) < limit:  # in chunks: the file is never held whole
+                    chunk = rest + handle.read(min(READ_BYTES, limit - offset - len(rest)))
+                    if len(chunk) == len(rest):
+                        break
+                    used = _fold_lines(fold, chunk)
+                    guard = (guard + chunk[:used])[-GUARD_BYTES:]
+                    offset, rest = offset + used, chunk[used:]
+            if upto is not None and offset == upto and upto < identity[2]:
+                identity = (
+                    identity[0],
+                    identity[1],
+                    upto,
+                    -1,
+                )  # not the file as it is: the next read follows it
         self._fold, self._seen, self._read = fold, identity, True
-        self._guard = data[max(0, self._offset - GUARD_BYTES) : self._offset]
+        self._offset, self._guard = offset, guard
         self._snapshot = None
         self.refolds += 1
         if upto is None:

@@ -12,7 +12,8 @@ When a page is written:
 - after every commit (`flush`, the journal's listener), a touched topic page of at most `SYNC_ITEMS`
   items and index.md, before the answer goes back;
 - a larger topic page (an import of thousands of notes without a scope: the ``lessons`` topic) on a
-  background thread, at most once per `DEBOUNCE` seconds while writes go on; the `memory` tool's
+  background thread, at most once per `DEBOUNCE` seconds while writes go on (and never more than a
+  fifth of the time: `BACKGROUND_SHARE`); the `memory` tool's
   ``index`` and ``topic`` actions never read the files (`page`), so no reader of memoryd sees an old page.
 
 The mark (``memory/.projections.json``, `PAGES_MARK`): once every page is written, the item log's
@@ -63,6 +64,9 @@ SYNC_ITEMS = 2000
 #: The background thread waits this long (seconds) after a change before it writes, so a burst of
 #: writes costs one page write.
 DEBOUNCE = 0.5
+#: After writing large pages for S seconds the background writer waits at least this many times S,
+#: so it takes a small share of the CPU while notes stream in.
+BACKGROUND_SHARE = 4
 #: How many of the newest hot items are kept at hand for index.md's recent activity.
 KEPT_RECENT = 4 * RECENT
 
@@ -312,15 +316,24 @@ class Pages:
             return sorted(self._members)
 
     def _topic(self, name: str) -> Page | None:
+        parts = self._parts(name)
+        return None if parts is None else parts()
+
+    def _parts(self, name: str) -> Callable[[], Page] | None:
+        """What a topic page is made of, taken under the mutex; rendering it (the returned call) needs
+        no lock, so a large page is rendered while writes go on (its later changes mark it again)."""
         members = self._members.get(name)
         if not members:
             return None
-        fold = self.items.folded
-        ids = list(members)
-        if name in self._unsorted:
-            ids.sort(key=fold.position)
-        found = [fold.items[i] for i in ids]
-        return topic_page(name, found, _Hidden(fold.items, self._current or self.withheld()))
+        ids, unsorted = list(members), name in self._unsorted
+        fold, hidden = self.items.folded, _Hidden(self.items.folded.items, self._current or self.withheld())
+
+        def render() -> Page:
+            if unsorted:
+                ids.sort(key=fold.position)
+            return topic_page(name, [fold.items[i] for i in ids], hidden)
+
+        return render
 
     def _index_text(self) -> str:
         fold = self.items.folded
@@ -439,13 +452,16 @@ class Pages:
             self._wake.wait_for(lambda: not self._writing and not self._deferred, timeout=60)
 
     def _background(self) -> None:
+        pause = DEBOUNCE
         while True:
             with self._mutex:
                 self._wake.wait_for(lambda: self._deferred or self._stopping)
                 if self._stopping:
                     return
-            time.sleep(DEBOUNCE)
+            time.sleep(pause)
+            started = time.monotonic()
             self._write_deferred()
+            pause = max(DEBOUNCE, BACKGROUND_SHARE * (time.monotonic() - started))
 
     def _write_deferred(self) -> None:
         with self._mutex:
@@ -456,8 +472,8 @@ class Pages:
         try:
             for name in sorted(taken):
                 with self._mutex:
-                    page = self._topic(name)
-                self._write({name: page}, None)
+                    parts = self._parts(name)
+                self._write({name: None if parts is None else parts()}, None)
         finally:
             self._done()
 

@@ -72,7 +72,7 @@ ITEM_ID_PATTERN = r"^mem-([0-9]{4}-[0-9]{2}-[0-9]{2})-([0-9]{3,})\Z"
 _ITEM_ID = re.compile(ITEM_ID_PATTERN)
 
 
-class Item(msgspec.Struct, frozen=True, kw_only=True):
+class Item(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One item as the fold leaves it (seed 003 section 9's fields).
 
     Attributes:
