@@ -34,7 +34,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -48,6 +48,7 @@ from boxmaker.memoryd.items.projections import (
     RECENT,
     Page,
     index_text,
+    topic_chunks,
     topic_of,
     topic_page,
 )
@@ -159,6 +160,8 @@ class Pages:
         Raises:
             OSError: when the log cannot be read (the pages are then written at the next change).
         """
+        for leftover in (self.memory_dir / TOPICS_DIR).glob(".*.tmp-*"):  # a write a crash interrupted
+            leftover.unlink(missing_ok=True)
         mark = self._read_mark()
         self.items.refold(upto=mark)
         with self._mutex:
@@ -317,23 +320,24 @@ class Pages:
 
     def _topic(self, name: str) -> Page | None:
         parts = self._parts(name)
-        return None if parts is None else parts()
+        return None if parts is None else topic_page(name, *parts())
 
-    def _parts(self, name: str) -> Callable[[], Page] | None:
-        """What a topic page is made of, taken under the mutex; rendering it (the returned call) needs
-        no lock, so a large page is rendered while writes go on (its later changes mark it again)."""
+    def _parts(self, name: str) -> Callable[[], tuple[list[Item], _Hidden]] | None:
+        """What a topic page is made of, taken under the mutex; rendering it (from what the returned
+        call gives) needs no lock, so a large page is rendered while writes go on (its later changes
+        mark it again)."""
         members = self._members.get(name)
         if not members:
             return None
         ids, unsorted = list(members), name in self._unsorted
         fold, hidden = self.items.folded, _Hidden(self.items.folded.items, self._current or self.withheld())
 
-        def render() -> Page:
+        def parts() -> tuple[list[Item], _Hidden]:
             if unsorted:
                 ids.sort(key=fold.position)
-            return topic_page(name, [fold.items[i] for i in ids], hidden)
+            return [fold.items[i] for i in ids], hidden
 
-        return render
+        return parts
 
     def _index_text(self) -> str:
         fold = self.items.folded
@@ -464,6 +468,7 @@ class Pages:
             pause = max(DEBOUNCE, BACKGROUND_SHARE * (time.monotonic() - started))
 
     def _write_deferred(self) -> None:
+        """Write the large pages handed over, each streamed to its file (never held whole)."""
         with self._mutex:
             taken, self._deferred = self._deferred, set()
             if not taken:
@@ -473,9 +478,35 @@ class Pages:
             for name in sorted(taken):
                 with self._mutex:
                     parts = self._parts(name)
-                self._write({name: None if parts is None else parts()}, None)
+                path = self.memory_dir / TOPICS_DIR / f"{name}.md"
+                try:
+                    if parts is None:
+                        path.unlink(missing_ok=True)
+                    else:
+                        found, hidden = parts()
+                        chunks = topic_chunks(name, found, hidden)
+                        fsio.atomic_write_chunks(path, _batched(chunks))
+                    self.written += 1
+                except OSError as exc:
+                    log.error("cannot write %s: %s", path, exc)
+                    with self._mutex:
+                        self._deferred.add(name)
         finally:
             self._done()
+
+
+def _batched(lines: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
+    """Lines joined into pieces of about `size` characters, encoded."""
+    batch: list[str] = []
+    held = 0
+    for line in lines:
+        batch.append(line)
+        held += len(line)
+        if held >= size:
+            yield "".join(batch).encode("utf-8")
+            batch, held = [], 0
+    if batch:
+        yield "".join(batch).encode("utf-8")
 
 
 def _stat(path: Path) -> list[int] | None:

@@ -39,10 +39,11 @@ as JSON double-quoted ASCII strings (valid YAML), so nothing in the store can br
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,11 +195,24 @@ def item_line(item: Item, hidden: Container[str] = frozenset()) -> str:
     return " · ".join(parts)
 
 
-def _section(title: str, found: Sequence[Item], hidden: Container[str]) -> list[str]:
-    return [f"## {title}", "", *([item_line(i, hidden) for i in found] or ["(none)"]), ""]
+def _section(title: str, found: Sequence[Item], hidden: Container[str]) -> Iterator[str]:
+    yield f"## {title}"
+    yield ""
+    for item in found:
+        yield item_line(item, hidden)
+    if not found:
+        yield "(none)"
+    yield ""
 
 
 def topic_page(name: str, found: Sequence[Item], hidden: Container[str]) -> Page:
+    """A topic page (module docstring) of `found` (capture order); `hidden`: ids not shown."""
+    return Page("".join(topic_chunks(name, found, hidden)), label_of(found), tuple(i.id for i in found))
+
+
+def topic_chunks(name: str, found: Sequence[Item], hidden: Container[str]) -> Iterator[str]:
+    """A topic page's text line by line (each with its newline), so a page of 100,000 items can be
+    written without holding it whole (`pages`)."""
     triggers = triggers_of(found, name)
     dates = sorted({item.date for item in found})
     history = [i for i in found if i.status in ("superseded", "stale") or i.merged_into is not None]
@@ -207,7 +221,7 @@ def topic_page(name: str, found: Sequence[Item], hidden: Container[str]) -> Page
     active = [i for i in current if not i.cooled]
     cooled = [i for i in current if i.cooled]
     label = label_of(found)
-    lines = [
+    head = [
         "---",
         f"title: {_yaml(_title(name))}",
         "layer: warm",
@@ -228,12 +242,19 @@ def topic_page(name: str, found: Sequence[Item], hidden: Container[str]) -> Page
         + f"{len(history):,} in history, {len(pending):,} pending cleanup; the strictest label here is "
         f"{label_text(label)}.",
         "",
-        *_section("Facts and lessons", active, hidden),
-        *(_section("Historical lessons", cooled, hidden) if cooled else []),
-        *_section("History", history, hidden),
-        *_section("Pending cleanup", pending, hidden),
     ]
-    return Page("\n".join(lines).rstrip("\n") + "\n", label, tuple(i.id for i in found))
+    sections = itertools.chain(
+        _section("Facts and lessons", active, hidden),
+        _section("Historical lessons", cooled, hidden) if cooled else (),
+        _section("History", history, hidden),
+        _section("Pending cleanup", pending, hidden),
+    )
+    previous: str | None = None
+    for line in itertools.chain(head, sections):
+        if previous is not None:
+            yield previous + "\n"
+        previous = line
+    # the last line is the closing blank line of "Pending cleanup": the page ends after the line before
 
 
 def _more(count: int, what: str) -> list[str]:
