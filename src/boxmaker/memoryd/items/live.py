@@ -84,7 +84,11 @@ class Fold:
         fold never raises)."""
         self.events += 1
         self._count(event)
-        before = {i: self.items[i] for i in _named(event) if i in self.items}
+        before = (
+            {}
+            if event.get("event") == "capture"
+            else {i: self.items[i] for i in _named(event) if i in self.items}
+        )
         try:
             changed = apply_event(self.items, event)
         except (KeyError, TypeError, ValueError, msgspec.ValidationError) as exc:

@@ -78,6 +78,17 @@ class Withheld(Protocol):
     def item(self, item: Item) -> bool: ...
 
 
+class _NotYet:
+    """What `Pages` holds before it first asks what is withdrawn (equal to nothing it is given)."""
+
+    def item(self, item: Item) -> bool:
+        del item
+        return False
+
+
+_NOT_YET = _NotYet()
+
+
 class _Hidden:
     """The ids a page's pointer may not name: unknown, erased or withdrawn items."""
 
@@ -132,7 +143,8 @@ class Pages:
         self.controls = controls
         self._mutex = threading.RLock()
         self._wake = threading.Condition(self._mutex)
-        self._current: Withheld | None = None
+        self._current: Withheld = _NOT_YET
+        self._withholding = False  # something is withdrawn now
         self._members: dict[str, dict[str, None]] = {}
         self._unsorted: set[str] = set()
         self._triggers: dict[str, Counter[str]] = {}
@@ -208,6 +220,7 @@ class Pages:
         reinstated)."""
         before = {name: set(members) for name, members in self._members.items()}
         self._current = self.withheld()
+        self._withholding = bool(self._current)
         self._members, self._triggers, self._labels, self._summaries = {}, {}, {}, {}
         self._unsorted.clear()
         self._pending, self._pointing = {}, {}
@@ -229,7 +242,7 @@ class Pages:
                     self._dirty.add(topic_of(pointer))
 
     def _visible(self, item: Item | None) -> bool:
-        return item is not None and not item.erased and not (self._current and self._current.item(item))
+        return item is not None and not item.erased and not (self._withholding and self._current.item(item))
 
     def _move(self, old: Item | None, new: Item, quiet: bool = False) -> None:
         was, now = self._visible(old), self._visible(new)
@@ -280,8 +293,14 @@ class Pages:
                 self._unsorted.add(topic)
             members[item.id] = None
         self._summaries.pop(topic, None)
-        self._triggers.setdefault(topic, Counter()).update(_values(item))
-        self._labels.setdefault(topic, Counter())[item.label] += 1
+        triggers = self._triggers.get(topic)
+        if triggers is None:
+            triggers = self._triggers[topic] = Counter()
+            self._labels[topic] = Counter()
+        values = _values(item)
+        if values:
+            triggers.update(values)
+        self._labels[topic][item.label] += 1
         if item.status == "pending-cleanup" and item.merged_into is None:
             self._pending[item.id] = None
         key = _hot_key(item)
@@ -330,7 +349,7 @@ class Pages:
         if not members:
             return None
         ids, unsorted = list(members), name in self._unsorted
-        fold, hidden = self.items.folded, _Hidden(self.items.folded.items, self._current or self.withheld())
+        fold, hidden = self.items.folded, _Hidden(self.items.folded.items, self._current)
 
         def parts() -> tuple[list[Item], _Hidden]:
             if unsorted:
@@ -354,7 +373,7 @@ class Pages:
             topics.append((name, *summary))
         pending = sorted(self._pending, key=fold.position)
         shown = [fold.items[i] for i in pending[:MAX_PENDING]]
-        hidden = _Hidden(fold.items, self._current or self.withheld())
+        hidden = _Hidden(fold.items, self._current)
         return index_text(
             recent, topics, topic_count=len(names), pending=shown, pending_count=len(pending), hidden=hidden
         )

@@ -39,6 +39,7 @@ as JSON double-quoted ASCII strings (valid YAML), so nothing in the store can br
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -81,6 +82,7 @@ def nothing_excluded(item: Item) -> bool:
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=8192)
 def slugify(text: str) -> str:
     """Lower-case ASCII letters and digits joined by single hyphens, at most 48 characters ("" when
     nothing is left)."""
