@@ -41,7 +41,15 @@ from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
-from boxmaker.memoryd.index.schema import Counts, SchemaMismatch, connect, finish_bulk, migrate, start_bulk
+from boxmaker.memoryd.index.schema import (
+    Counts,
+    SchemaMismatch,
+    connect,
+    finish_bulk,
+    migrate,
+    optimize,
+    start_bulk,
+)
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
@@ -319,6 +327,7 @@ class Index:
             db = self._open_file(fresh, bulk=True)
             try:
                 self._fill(db)
+                optimize(db.conn)  # one segment per term: recall reads half as much (outside the locks)
                 with self._catching, self._lock:
                     seen = self._fill(db)
                     counts = db.counts()
