@@ -4,6 +4,10 @@ Usage::
 
     python bench/scale.py [--sizes 10000,100000,1000000] [--queries 1000] [--writes 1000] [--json]
                           [--data ../shared/data/locomo-dev.json]
+    python bench/scale.py --items 0,1000,10000,100000 [--growth-writes 200] [--json]
+
+With ``--items``, the growth benchmark instead (`growth`: a note, an identity add and remove, a recall,
+the owner's commands and start-up through a real memoryd as the home grows).
 
 For each size, a temporary home gets that many records of chat text as session logs in the project's
 format (sessions of 10 to 40 turns between two speakers, one day each). The text is made from the
@@ -40,6 +44,7 @@ from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
 from corpus import Corpus, write_sessions
+from growth import growth
 
 
 def measure_size(corpus: Corpus, size: int, queries: list[str]) -> dict[str, Any]:
@@ -154,6 +159,31 @@ def measure_writes(count: int) -> dict[str, Any]:
     return {"writes": count, "write_p50_ms": round(p50, 3), "write_p99_ms": round(p99, 3)}
 
 
+def growth_table(found: dict[str, Any]) -> str:
+    """The growth benchmark as Markdown (the README's performance section)."""
+    rows = found["rows"]
+    head = "| existing notes | " + " | ".join(f"{r['items']:,}" for r in rows) + " |"
+    lines = [head, "|---" * (len(rows) + 1) + "|"]
+
+    def row(name: str, cell: Any) -> None:
+        lines.append(f"| {name} | " + " | ".join(cell(r) for r in rows) + " |")
+
+    for what in ("note", "add", "remove", "recall"):
+        row(f"`{what}` p50 / p99 ms", lambda r, w=what: f"{r[w]['p50_ms']:.1f} / {r[w]['p99_ms']:.1f}")
+    row("memoryd start (answers) s", lambda r: f"{r['start_s']:.2f}")
+    row("memoryd ready (recall) s", lambda r: f"{r['ready_s']:.2f}")
+    row("peak RSS MB", lambda r: f"{r['peak_rss_mb']:.0f}")
+    for name in rows[0]["commands"]:
+        row(f"`bxctl memory {name}` ms", lambda r, n=name: f"{r['commands'][n]:,.0f}")
+    lines.append("")
+    lines.append(f"p50 ratios to the first size: {json.dumps(found['p50_ratio_to_first'])}")
+    lines.append(
+        f"fsync floor: {json.dumps(found['fsync'])}; "
+        f"fsyncs per commit: {json.dumps(found['fsyncs_per_commit'])}"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its numbers (a table, or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -163,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo-dev.json"
     )
+    parser.add_argument(
+        "--items",
+        default="",
+        help="comma-separated item counts for the growth table (e.g. 0,1000,10000,100000)",
+    )
+    parser.add_argument("--growth-writes", type=int, default=200, help="notes, adds and removes per home")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print only a JSON object")
     args = parser.parse_args(argv)
@@ -170,6 +206,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.data} does not exist (the LoCoMo file the text is made from)")
     corpus = Corpus(args.data, args.seed)
     queries = (corpus.questions * (1 + args.queries // max(1, len(corpus.questions))))[: args.queries]
+    if args.items:
+        found = growth(
+            corpus,
+            [int(n) for n in args.items.split(",")],
+            args.growth_writes,
+            queries[:200],
+            Path(tempfile.gettempdir()),
+        )
+        print(json.dumps(found) if args.json else growth_table(found))
+        return 0
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         results.append(measure_size(corpus, size, queries))
