@@ -48,6 +48,55 @@ def moments(count: int, years: int, burst: int) -> list[dt.datetime]:
     return sorted(found)
 
 
+def note_lines(
+    position: int,
+    moment: dt.datetime,
+    ident: str,
+    edit: str,
+    *,
+    text: str,
+    kind: str,
+    subject: str | None,
+    scope: str | None,
+    session: str,
+) -> tuple[bytes, bytes, bytes]:
+    """What memoryd's writer appends for a session's `note` (call ``c<position>``): its notes.md entry,
+    its items.jsonl event and its journal line, each with its newline."""
+    call = f"c{position}"
+    entry = Note("noted", header_time(moment), session, "", PRIVATE, text, position, (ident, kind))
+    time = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = capture_event(
+        ident=ident,
+        time=time,
+        kind=kind,
+        subject=subject,
+        scope=scope,
+        confidence=None,
+        text=text,
+        label=PRIVATE,
+        source=f"sessions/{session}#call={call}",
+        session=session,
+        call=call,
+        note=entry.key,
+        edit=edit,
+    )
+    line = {
+        "id": edit,
+        "time": time,
+        "session": session,
+        "call": call,
+        "untrusted": False,
+        "action": "note",
+        "file": "notes.md",
+        "where": "notes.md",
+        "before": [],
+        "after": [text],
+        "notes": [{"header": render_header(entry), "text": text}],
+        "events": [event],
+    }
+    return render(entry).encode("utf-8"), encode_line(event) + b"\n", encode_line(line) + b"\n"
+
+
 def seed_items(memory: Path, corpus: Corpus, count: int, years: int = 5, burst: int = 3000) -> int:
     """Write `count` notes as memoryd's writer would (module docstring); returns how many."""
     fsio.ensure_dir(memory / "edits")
@@ -71,42 +120,13 @@ def seed_items(memory: Path, corpus: Corpus, count: int, years: int = 5, burst: 
         elif roll < 0.22:
             scope = rng.choice(scopes)
         session = f"chat-{day:%Y%m%d}-{position % 3}"
-        call = f"c{position}"
         text = corpus.turn(rng.choice(corpus.names))[:600].strip() or "noted"
-        entry = Note("noted", header_time(moment), session, "", PRIVATE, text, position, (ident, kind))
-        time = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-        event = capture_event(
-            ident=ident,
-            time=time,
-            kind=kind,
-            subject=subject,
-            scope=scope,
-            confidence=None,
-            text=text,
-            label=PRIVATE,
-            source=f"sessions/{session}#call={call}",
-            session=session,
-            call=call,
-            note=entry.key,
-            edit=edit,
+        made = note_lines(
+            position, moment, ident, edit, text=text, kind=kind, subject=subject, scope=scope, session=session
         )
-        line = {
-            "id": edit,
-            "time": time,
-            "session": session,
-            "call": call,
-            "untrusted": False,
-            "action": "note",
-            "file": "notes.md",
-            "where": "notes.md",
-            "before": [],
-            "after": [text],
-            "notes": [{"header": render_header(entry), "text": text}],
-            "events": [event],
-        }
-        notes.append(render(entry).encode("utf-8"))
-        events.append(encode_line(event) + b"\n")
-        journal.setdefault(f"{moment:%Y-%m}", []).append(encode_line(line) + b"\n")
+        notes.append(made[0])
+        events.append(made[1])
+        journal.setdefault(f"{moment:%Y-%m}", []).append(made[2])
     (memory / "notes.md").write_bytes(b"".join(notes))
     (memory / "items.jsonl").write_bytes(b"".join(events))
     for month, lines in journal.items():

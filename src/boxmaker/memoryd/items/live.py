@@ -312,13 +312,11 @@ class ItemStore:
                 data = handle.read()
         except FileNotFoundError:
             identity, data = None, b""
-        same = (
-            identity is not None
-            and self._seen is not None
-            and identity[:2] == self._seen[:2]
-            and identity[2] >= self._offset
-            and data[: len(self._guard)] == self._guard
-        )
+        if identity is None or self._seen is None:
+            same = identity is not None and self._offset == 0  # the log appeared: it grew from nothing
+        else:  # the same file, longer than when last read, the bytes before its folded end unchanged
+            same = identity[:2] == self._seen[:2] and identity[2] > self._seen[2]
+        same = same and data[: len(self._guard)] == self._guard
         if not same:
             log.info("%s changed underneath memoryd; folding it again", self.path)
             self._refold()
