@@ -93,7 +93,8 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
     layout = config.layout
     store = Store(layout.memory, config.soul_starter)
     journal = Journal(layout.memory, now)
-    controls = Controls(layout.memory)
+    items = ItemStore(layout.memory)
+    controls = Controls(layout.memory, items.folded_items)
     index = Index(
         layout.index / "memory.sqlite3",
         layout.sessions,
@@ -101,7 +102,6 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         config.max_class,
         controls.exclusion,
     )
-    items = ItemStore(layout.memory)
     writer = Writer(
         store, journal, now, config.review, index.add_notes, sessions=layout.sessions, items=items
     )

@@ -263,6 +263,13 @@ class ItemStore:
         the store is being brought up to date)."""
         return self._fold
 
+    def folded_items(self) -> dict[str, Item]:
+        """A copy of the items as last folded, without looking at the file (the withdrawal controls
+        read this from inside the listeners; before the first read, the file is read)."""
+        if not self._read:
+            return dict(self.items())
+        return dict(self._fold.items)
+
     def position(self) -> tuple[int, Identity]:
         """The bytes of the log folded and the identity of the file they were read from."""
         with self._mutex:
