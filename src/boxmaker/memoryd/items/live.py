@@ -264,10 +264,18 @@ class ItemStore:
         return self._fold
 
     def folded_items(self) -> dict[str, Item]:
-        """A copy of the items as last folded, without looking at the file (the withdrawal controls
-        read this from inside the listeners; before the first read, the file is read)."""
-        if not self._read:
-            return dict(self.items())
+        """A copy of the items, the file followed first unless another thread is doing so (then the
+        fold as it is: that thread's listeners follow). For callers that may run inside a listener
+        while another thread holds the store (the withdrawal controls), so they never wait for it.
+
+        Raises:
+            OSError: when the log cannot be read.
+        """
+        if self._mutex.acquire(blocking=False):
+            try:
+                return dict(self.items())
+            finally:
+                self._mutex.release()
         return dict(self._fold.items)
 
     def position(self) -> tuple[int, Identity]:
