@@ -156,3 +156,14 @@ def test_item_operations_and_the_service_keep_the_fold_equal_to_the_disk(
 )
 def test_notes_are_counted_as_parsed(text: str) -> None:
     assert count(text) == len(parse(text))
+
+
+def test_the_owners_listing_shows_the_newest_items_when_limited(service: Memoryd, clock: Clock) -> None:
+    from boxmaker.proto.messages import MemoryAdmin
+
+    ids = [capture(service, f"Item {n}.") for n in range(5)]
+    reply = service.handle("memory_admin", MemoryAdmin(command="items", args={"limit": 2}))
+    assert reply.text.splitlines()[0] == "(older items not shown: 3; --limit 0 lists every one)"
+    assert [row["id"] for row in reply.data] == ids[-2:]
+    every = service.handle("memory_admin", MemoryAdmin(command="items", args={"limit": 0}))
+    assert [row["id"] for row in every.data] == ids
