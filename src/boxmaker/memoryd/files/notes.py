@@ -20,6 +20,7 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from boxmaker.proto.labels import DataClass, Label
@@ -112,6 +113,34 @@ def count(text: str) -> int:
             found += 1
             first = min(first, start)
     return found + (1 if text[:first].strip() else 0)
+
+
+def count_file(path: Path) -> int | None:
+    """`count` of notes.md read line by line (a home of 100,000 notes is never held whole), or None
+    when the file needs `Store.read_notes`'s care (a BOM, a carriage return, bytes that are not UTF-8)
+    or is missing.
+
+    Raises:
+        OSError: when it cannot be read.
+    """
+    found, before = 0, False
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with handle:
+        for number, raw in enumerate(handle):
+            if b"\r" in raw or (number == 0 and raw.startswith(b"\xef\xbb\xbf")):
+                return None
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+            if line.startswith("§ ") and _HEADER.match(line.removesuffix("\n")) is not None:
+                found += 1
+            elif not found and line.strip():
+                before = True
+    return found + (1 if before else 0)
 
 
 def is_header(line: str) -> bool:
