@@ -13,7 +13,8 @@ from item_helpers import capture, set_status, supersede
 
 from boxmaker.memoryd.files.journal import Append, Change, encode_line
 from boxmaker.memoryd.files.names import INTENT
-from boxmaker.memoryd.files.notes import count, count_file, parse
+from boxmaker.memoryd.files.notes import count, parse
+from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.items.store import capture_event, fold, read_events
 from boxmaker.memoryd.service import Memoryd
@@ -156,11 +157,12 @@ def test_item_operations_and_the_service_keep_the_fold_equal_to_the_disk(
 )
 def test_notes_are_counted_as_parsed(text: str, tmp_path: Path) -> None:
     assert count(text) == len(parse(text))
-    (tmp_path / "notes.md").write_text(text)
-    assert count_file(tmp_path / "notes.md") == len(parse(text))
-    (tmp_path / "crlf.md").write_bytes(text.replace("\n", "\r\n").encode())
+    store = Store(tmp_path, tmp_path / "soul.md")
+    store.notes_path.write_text(text)
+    assert store.count_notes() == len(parse(text))
+    store.notes_path.write_bytes(text.replace("\n", "\r\n").encode())
     if "\n" in text:
-        assert count_file(tmp_path / "crlf.md") is None  # left to Store.read_notes
+        assert store.count_notes() is None  # left to Store.read_notes
 
 
 def test_the_owners_listing_shows_the_newest_items_when_limited(service: Memoryd, clock: Clock) -> None:

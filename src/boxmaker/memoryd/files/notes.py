@@ -20,7 +20,6 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from boxmaker.proto.labels import DataClass, Label
@@ -29,7 +28,7 @@ NoteKind = Literal["noted", "moved", "dropped"]
 
 _SESSION = r"[a-z0-9][a-z0-9-]{0,63}"
 _TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}Z"
-_HEADER = re.compile(
+HEADER = re.compile(
     rf"^§ (?:(?P<noted>noted) (?P<ntime>{_TIME}) in session (?P<nsession>{_SESSION})"
     rf"|(?P<kind>moved|dropped) (?P<time>{_TIME}) from (?P<file>memory\.md|user\.md) "
     rf"in session (?P<session>{_SESSION}))(?P<rest>(?: · [^\n]*)?)\Z"
@@ -109,50 +108,22 @@ def count(text: str) -> int:
     for candidate in _CANDIDATE.finditer(text):
         start = candidate.start()
         end = text.find("\n", start)
-        if _HEADER.match(text[start : end if end >= 0 else len(text)]) is not None:
+        if HEADER.match(text[start : end if end >= 0 else len(text)]) is not None:
             found += 1
             first = min(first, start)
     return found + (1 if text[:first].strip() else 0)
 
 
-def count_file(path: Path) -> int | None:
-    """`count` of notes.md read line by line (a home of 100,000 notes is never held whole), or None
-    when the file needs `Store.read_notes`'s care (a BOM, a carriage return, bytes that are not UTF-8)
-    or is missing.
-
-    Raises:
-        OSError: when it cannot be read.
-    """
-    found, before = 0, False
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return None
-    with handle:
-        for number, raw in enumerate(handle):
-            if b"\r" in raw or (number == 0 and raw.startswith(b"\xef\xbb\xbf")):
-                return None
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-            if line.startswith("§ ") and _HEADER.match(line.removesuffix("\n")) is not None:
-                found += 1
-            elif not found and line.strip():
-                before = True
-    return found + (1 if before else 0)
-
-
 def is_header(line: str) -> bool:
     """True for a notes.md header line (``§ noted …``, ``§ moved …``, ``§ dropped …``)."""
-    return _HEADER.match(line) is not None
+    return HEADER.match(line) is not None
 
 
 def _split(text: str) -> Iterator[tuple[re.Match[str] | None, str]]:
     head: re.Match[str] | None = None
     lines: list[str] = []
     for line in text.split("\n"):
-        match = _HEADER.match(line)
+        match = HEADER.match(line)
         if match is None:
             lines.append(line)
             continue

@@ -53,6 +53,8 @@ from boxmaker.memoryd.items.projections import (
     topic_page,
 )
 from boxmaker.memoryd.items.store import Item
+from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
 
@@ -331,6 +333,13 @@ class Pages:
             text = self._index_text()
             label = _strictest(label for counts in self._labels.values() for label in counts)
             return Page(text, label, ())
+
+    def topic_named(self, topic: str) -> Page | Refusal:
+        """The topic page the `memory` tool's ``topic`` action names (``topics/`` and ``.md`` may be
+        given or not), or ``refused:not-found`` naming the known topics."""
+        name = topic.removeprefix(f"{TOPICS_DIR}/").removesuffix(".md")
+        page = self.page(name)
+        return files_sentences.unknown_topic(topic, self.topics()) if page is None else page
 
     def topics(self) -> list[str]:
         """The topics that have a page now."""

@@ -10,10 +10,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from boxmaker.memoryd.files.names import TOPICS_DIR
 from boxmaker.memoryd.memory import Memory, excluded
 from boxmaker.memoryd.sentences import Refusal, unavailable
-from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.memoryd.tool.action import Action
 from boxmaker.memoryd.tool.call import Call, refuse
 from boxmaker.memoryd.write.actions import convert
@@ -51,11 +49,9 @@ def _apply(memory: Memory, call: Call, args: IndexArgs | TopicArgs) -> ToolRespo
         excluded(memory)
     except OSError as exc:
         return refuse(call, unavailable(f"items.jsonl cannot be read ({exc})", "nothing to show"))
-    topic = args.topic if isinstance(args, TopicArgs) else None
-    name = None if topic is None else topic.removeprefix(f"{TOPICS_DIR}/").removesuffix(".md")
-    page = memory.pages.page(name)
-    if page is None:
-        return refuse(call, files_sentences.unknown_topic(str(topic), memory.pages.topics()))
+    page = memory.pages.topic_named(args.topic) if isinstance(args, TopicArgs) else memory.pages.page(None)
+    if page is None or isinstance(page, Refusal):
+        return refuse(call, page or unavailable("the index page cannot be made", "nothing to show"))
     return ToolResponse(call.call_id, page.text, "ok", page.label)
 
 

@@ -44,7 +44,7 @@ from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, enc
 from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import count as count_notes
-from boxmaker.memoryd.files.notes import count_file, header_time, render, render_header
+from boxmaker.memoryd.files.notes import header_time, render, render_header
 from boxmaker.memoryd.files.store import IdentityFile, Store
 from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.items.store import Item, capture_event
@@ -120,7 +120,7 @@ class Writer:
 
     def _count_notes(self) -> None:
         """How many notes notes.md holds (their positions continue from there)."""
-        counted = count_file(self.store.notes_path)
+        counted = self.store.count_notes()
         self._notes = count_notes(self.store.read_notes()) if counted is None else counted
         self._notes_seen = _stat(self.store.notes_path)
 
