@@ -174,3 +174,17 @@ def test_the_owners_listing_shows_the_newest_items_when_limited(service: Memoryd
     assert [row["id"] for row in reply.data] == ids[-2:]
     every = service.handle("memory_admin", MemoryAdmin(command="items", args={"limit": 0}))
     assert [row["id"] for row in every.data] == ids
+
+
+def test_reindex_folds_the_log_again(service: Memoryd, clock: Clock) -> None:
+    from boxmaker.proto.messages import Reindex
+
+    ident = capture(service, "Before the edit.")
+    path = service.memory.items.path
+    info = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"Before the edit.", b"Edited by hand!!"))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # an edit no stat can see
+    assert service.memory.items.items()[ident].text == "Before the edit."
+    service.handle("reindex", Reindex())
+    assert service.memory.items.items()[ident].text == "Edited by hand!!"
+    assert "Edited by hand" in (service.config.layout.memory / "topics" / "lessons.md").read_text()

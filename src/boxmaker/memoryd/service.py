@@ -208,6 +208,8 @@ class Memoryd:
             _not_the_owner(kind, body.request.session)
             return tool.call(memory, body)
         if isinstance(body, Reindex):
+            memory.items.refold()  # reindex rebuilds everything derived: the fold, the pages, the index
+            memory.pages.flush()
             counts = memory.index.rebuild()
             return Reindexed(logs=counts.logs, records=counts.records, notes=counts.notes)
         if isinstance(body, MemoryAdmin):
