@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from boxmaker.memoryd.files.entries import normalise_newlines
 from boxmaker.memoryd.files.notes import Note, is_header
@@ -287,6 +288,8 @@ class Index:
         the file are added; after any other change (a hand edit) every note is indexed again. A
         missing notes.md changes nothing (it is recreated at start; its notes are in the journal)."""
         with self._lock:
+            if self._appended_notes():
+                return
             data, stat = _snapshot(self.notes)
             if stat is None:
                 log.warning("%s is missing; the notes in the index stay as they were", self.notes)
@@ -294,6 +297,27 @@ class Index:
             if not _sync_notes(self.db, data):
                 log.info("notes.md was edited by hand; indexing its notes again")
             self._load_notes_state(data, stat)
+
+    def _appended_notes(self) -> bool:
+        """Add the notes appended to notes.md since the index last saw it, reading the file in pieces
+        (a start in a home of 100,000 notes never holds it whole). False, with nothing done, when
+        notes.md is missing or changed otherwise (`sync_notes` then reads it whole)."""
+        known = int(self.db.meta("notes_bytes") or 0)
+        read = _read_notes(self.notes, known)
+        if read is None:
+            return False
+        head, whole, tail, size, stat = read
+        text = normalise_newlines(tail.decode("utf-8", errors="replace"))
+        empty = hashlib.sha256().hexdigest()
+        if size < known or head.hexdigest() != (self.db.meta("notes_sha256") or empty):
+            return False
+        if text.strip() and not is_header(text.lstrip("\n").split("\n", 1)[0]):
+            return False
+        count = int(self.db.meta("notes_count") or 0)
+        added = [dataclasses.replace(note, position=note.position + count) for note in parse_notes(text)]
+        self.db.add_notes(added, {"notes_sha256": whole.hexdigest(), "notes_bytes": str(size)})
+        self._notes_hash, self._notes_bytes, self._notes_stat = whole, size, stat
+        return True
 
     def refresh_notes(self) -> None:
         """`sync_notes` when notes.md changed since memoryd last wrote or read it (recall calls this,
@@ -418,6 +442,28 @@ def _snapshot(path: Path) -> tuple[bytes, Stat]:
             return handle.read(), (info.st_size, info.st_mtime_ns)
     except FileNotFoundError:
         return b"", None
+
+
+def _read_notes(path: Path, known: int) -> tuple[Any, Any, bytes, int, Stat] | None:
+    """notes.md read in pieces: the sha256 of its first `known` bytes and of all of it, the bytes
+    after `known`, its size and the (size, mtime) it was read at; None when it is missing."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with handle:
+        info = os.fstat(handle.fileno())
+        head, whole, tail, offset = hashlib.sha256(), hashlib.sha256(), [], 0
+        while offset < info.st_size:
+            chunk = handle.read(min(1 << 20, info.st_size - offset))
+            if not chunk:
+                break
+            whole.update(chunk)
+            head.update(chunk[: max(0, known - offset)])
+            if offset + len(chunk) > known:
+                tail.append(chunk[max(0, known - offset) :])
+            offset += len(chunk)
+    return head, whole, b"".join(tail), offset, (info.st_size, info.st_mtime_ns)
 
 
 def _stat(path: Path) -> Stat:
