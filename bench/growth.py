@@ -180,7 +180,7 @@ def commands(home: Path) -> dict[str, float]:
         "status": lambda: admin_call(home, "status"),
         "note": lambda: admin_call(home, "note", "Owner note from the benchmark."),
         "search": lambda: admin_call(home, "search", "deploy window", k=10),
-        "items": lambda: admin_call(home, "items"),
+        "items": lambda: admin_call(home, "items", limit=200),  # what `bxctl memory items` sends
         "review": lambda: admin_call(home, "review"),
         "tiers": lambda: admin_call(home, "tiers"),
         "proposals": lambda: admin_call(home, "proposals"),
