@@ -175,6 +175,9 @@ def growth_table(found: dict[str, Any]) -> str:
     row("peak RSS MB", lambda r: f"{r['peak_rss_mb']:.0f}")
     for name in rows[0]["commands"]:
         row(f"`bxctl memory {name}` ms", lambda r, n=name: f"{r['commands'][n]:,.0f}")
+    for r in rows:
+        for name, why in r.get("failed", {}).items():
+            lines.append(f"- at {r['items']:,} items `{name}` failed: {why}")
     lines.append("")
     lines.append(f"p50 ratios to the first size: {json.dumps(found['p50_ratio_to_first'])}")
     lines.append(
