@@ -182,7 +182,7 @@ def test_kill_9_while_noting_then_restart_leaves_pages_equal_to_a_full_render(ho
     rng = random.Random(16)
     admin = home / "run" / "owner-memory" / "admin.sock"
     counter = 0
-    for _round in range(4):
+    for _round in range(3):
         process = spawn_memoryd(home)
         wait_until_answers(process, admin)
         done = threading.Event()
