@@ -12,7 +12,8 @@ timed:
   alternate on memory.md), ``recall``: LoCoMo questions, k = 10;
 - ``commands``: the owner's commands on the admin socket, ms each (``export`` and ``reindex`` show
   progress in bxctl and may take longer);
-- ``peak_rss_mb``: memoryd's peak resident memory (VmHWM) over start-up and the whole workload.
+- ``peak_rss_mb``: memoryd's peak resident memory (VmHWM) over start-up and the workload above;
+  ``peak_rss_with_commands_mb`` also over the owner's commands (export and reindex hold much more).
 
 Once per run: the disk's fsync floor (a 200-byte append and fsync, p50/p99 ms, on the folder the homes are
 made in) and how many fsyncs one `note` and one `add` commit make (counted in process).
@@ -131,15 +132,18 @@ def measure_home(corpus: Corpus, items: int, writes: int, queries: list[str]) ->
             wait_for(process, lambda: broker_call(home, 2, "recall", {"query": "started", "k": 10}))
             ready_s = time.perf_counter() - started
             failed: dict[str, str] = {}
+            measured = workload(home, writes, queries)
+            workload_rss = peak_rss_mb(process.pid)
             return {
                 "items": items,
                 "records": items,
                 "start_s": round(start_s, 3),
                 "ready_s": round(ready_s, 3),
-                **workload(home, writes, queries),
+                **measured,
+                "peak_rss_mb": workload_rss,
                 "commands": commands(home, failed),
                 "failed": failed,
-                "peak_rss_mb": peak_rss_mb(process.pid),
+                "peak_rss_with_commands_mb": peak_rss_mb(process.pid),
             }
         finally:
             process.send_signal(signal.SIGTERM)

@@ -172,7 +172,8 @@ def growth_table(found: dict[str, Any]) -> str:
         row(f"`{what}` p50 / p99 ms", lambda r, w=what: f"{r[w]['p50_ms']:.1f} / {r[w]['p99_ms']:.1f}")
     row("memoryd start (answers) s", lambda r: f"{r['start_s']:.2f}")
     row("memoryd ready (recall) s", lambda r: f"{r['ready_s']:.2f}")
-    row("peak RSS MB", lambda r: f"{r['peak_rss_mb']:.0f}")
+    row("peak RSS MB (start-up and workload)", lambda r: f"{r['peak_rss_mb']:.0f}")
+    row("peak RSS MB (and the commands)", lambda r: f"{r.get('peak_rss_with_commands_mb', 0):.0f}")
     for name in rows[0]["commands"]:
         row(f"`bxctl memory {name}` ms", lambda r, n=name: f"{r['commands'][n]:,.0f}")
     for r in rows:

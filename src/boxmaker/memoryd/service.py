@@ -23,6 +23,7 @@ background; the archive timer (``[archive] enabled``) runs the archive once a da
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -181,6 +182,7 @@ class Memoryd:
         memory.index.warm_up()
         if self.archive_timer is not None:
             self.archive_timer.start()
+        gc.freeze()  # the fold of a large home is never walked by a collection in the middle of a request
         return created
 
     def close(self) -> None:
