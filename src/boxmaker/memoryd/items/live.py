@@ -201,6 +201,7 @@ class ItemStore:
         self._offset = 0
         self._guard = b""
         self._snapshot: dict[str, Item] | None = None
+        self._position: tuple[int, Identity] = (0, None)  # `position`, replaced as one value
         #: Told of every change, under the store's mutex (the projections keep their parts up to date).
         self.listeners: list[Listener] = []
 
@@ -279,9 +280,9 @@ class ItemStore:
         return dict(self._fold.items)
 
     def position(self) -> tuple[int, Identity]:
-        """The bytes of the log folded and the identity of the file they were read from."""
-        with self._mutex:
-            return self._offset, self._seen
+        """The bytes of the log folded and the identity of the file they were read from (taken without
+        the store's lock, so a listener's caller holding another lock never waits for it)."""
+        return self._position
 
     def _refold(self, upto: int | None = None) -> None:
         fold, offset, guard = Fold(), 0, b""
@@ -310,6 +311,7 @@ class ItemStore:
                 )  # not the file as it is: the next read follows it
         self._fold, self._seen, self._read = fold, identity, True
         self._offset, self._guard = offset, guard
+        self._position = (offset, identity)
         self._snapshot = None
         self.refolds += 1
         if upto is None:
@@ -342,6 +344,7 @@ class ItemStore:
         self._offset += consumed
         self._guard = data[max(0, len(self._guard) + consumed - GUARD_BYTES) : len(self._guard) + consumed]
         self._seen = identity
+        self._position = (self._offset, identity)
         if changed:
             self._snapshot = None
         for listener in self.listeners:
