@@ -4,6 +4,10 @@ Usage::
 
     python bench/scale.py [--sizes 10000,100000,1000000] [--queries 1000] [--writes 1000] [--json]
                           [--data ../shared/data/locomo-dev.json]
+    python bench/scale.py --items 0,1000,10000,100000 [--growth-writes 200] [--json]
+
+With ``--items``, the growth benchmark instead (`growth`: a note, an identity add and remove, a recall,
+the owner's commands and start-up through a real memoryd as the home grows).
 
 For each size, a temporary home gets that many records of chat text as session logs in the project's
 format (sessions of 10 to 40 turns between two speakers, one day each). The text is made from the
@@ -23,12 +27,7 @@ Measured:
 from __future__ import annotations
 
 import argparse
-import bisect
-import datetime as dt
-import itertools
 import json
-import random
-import re
 import signal
 import subprocess
 import sys
@@ -37,80 +36,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchkit import open_home, percentiles, write_session
+from benchkit import open_home, percentiles
 from boxmaker.memoryd import tool
 from boxmaker.memoryd.config import load as load_config
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
-_SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou", "ee")]
-_STOP = {"the", "and", "that", "with", "this", "have", "from", "what", "your", "about", "just", "really"}
-
-
-class Corpus:
-    """Chat-like text from LoCoMo sentences, recombined (see the module's docstring)."""
-
-    def __init__(self, data: Path, seed: int) -> None:
-        self.rng = random.Random(seed)
-        samples = json.loads(data.read_text(encoding="utf-8"))
-        turns: list[str] = []
-        self.names_seen: set[str] = set()
-        self.questions: list[str] = []
-        for sample in samples:
-            conv = sample["conversation"]
-            self.names_seen |= {conv["speaker_a"], conv["speaker_b"]}
-            for key, value in conv.items():
-                if re.fullmatch(r"session_\d+", key):
-                    turns += [t["text"] for t in value]
-            self.questions += [qa["question"] for qa in sample["qa"]]
-        self.sentences = [s for t in turns for s in _SENTENCE.split(t) if s]
-        self.lengths = [len(_SENTENCE.split(t)) for t in turns]
-        self.names = sorted({self._word(2).capitalize() for _ in range(3000)})
-        self.vocabulary = sorted({self._word(self.rng.randint(2, 4)) for _ in range(120_000)})
-        self.rng.shuffle(self.vocabulary)
-        self.weights = list(itertools.accumulate(1 / (r + 1) ** 1.05 for r in range(len(self.vocabulary))))
-
-    def _word(self, syllables: int) -> str:
-        return "".join(self.rng.choice(_SYLLABLES) for _ in range(syllables))
-
-    def _zipf(self) -> str:
-        return self.vocabulary[bisect.bisect_left(self.weights, self.rng.random() * self.weights[-1])]
-
-    def turn(self, other: str) -> str:
-        """One turn's text."""
-
-        def swap(match: re.Match[str]) -> str:
-            word = match.group()
-            if word.split("'")[0] in self.names_seen:
-                return other if self.rng.random() < 0.7 else self.rng.choice(self.names)
-            if len(word) >= 4 and word.lower() not in _STOP and self.rng.random() < 0.2:
-                return self._zipf()
-            return word
-
-        count = self.lengths[self.rng.randrange(len(self.lengths))]
-        return " ".join(_WORD.sub(swap, self.rng.choice(self.sentences)) for _ in range(count))
-
-
-def write_sessions(corpus: Corpus, sessions: Path, count: int) -> int:
-    """Write `count` user records as session logs; returns the number of sessions."""
-    written = 0
-    session = 0
-    start = dt.datetime(2021, 1, 1, tzinfo=dt.UTC)
-    while written < count:
-        session += 1
-        a, b = corpus.rng.sample(corpus.names, 2)
-        day = start + dt.timedelta(days=corpus.rng.randrange(5 * 365))
-        turns = []
-        for i in range(min(corpus.rng.randint(10, 40), count - written)):
-            speaker, other = (a, b) if i % 2 == 0 else (b, a)
-            turns.append((day + dt.timedelta(seconds=30 * i), speaker, corpus.turn(other)))
-        written += len(turns)
-        write_session(sessions / f"s{session}", day, turns)
-    return session
+from corpus import Corpus, write_sessions
+from growth import growth
 
 
 def measure_size(corpus: Corpus, size: int, queries: list[str]) -> dict[str, Any]:
@@ -225,6 +159,35 @@ def measure_writes(count: int) -> dict[str, Any]:
     return {"writes": count, "write_p50_ms": round(p50, 3), "write_p99_ms": round(p99, 3)}
 
 
+def growth_table(found: dict[str, Any]) -> str:
+    """The growth benchmark as Markdown (the README's performance section)."""
+    rows = found["rows"]
+    head = "| existing notes | " + " | ".join(f"{r['items']:,}" for r in rows) + " |"
+    lines = [head, "|---" * (len(rows) + 1) + "|"]
+
+    def row(name: str, cell: Any) -> None:
+        lines.append(f"| {name} | " + " | ".join(cell(r) for r in rows) + " |")
+
+    for what in ("note", "add", "remove", "recall"):
+        row(f"`{what}` p50 / p99 ms", lambda r, w=what: f"{r[w]['p50_ms']:.1f} / {r[w]['p99_ms']:.1f}")
+    row("memoryd start (answers) s", lambda r: f"{r['start_s']:.2f}")
+    row("memoryd ready (recall) s", lambda r: f"{r['ready_s']:.2f}")
+    row("peak RSS MB (start-up and workload)", lambda r: f"{r['peak_rss_mb']:.0f}")
+    row("peak RSS MB (and the commands)", lambda r: f"{r.get('peak_rss_with_commands_mb', 0):.0f}")
+    for name in rows[0]["commands"]:
+        row(f"`bxctl memory {name}` ms", lambda r, n=name: f"{r['commands'][n]:,.0f}")
+    for r in rows:
+        for name, why in r.get("failed", {}).items():
+            lines.append(f"- at {r['items']:,} items `{name}` failed: {why}")
+    lines.append("")
+    lines.append(f"p50 ratios to the first size: {json.dumps(found['p50_ratio_to_first'])}")
+    lines.append(
+        f"fsync floor: {json.dumps(found['fsync'])}; "
+        f"fsyncs per commit: {json.dumps(found['fsyncs_per_commit'])}"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its numbers (a table, or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -234,6 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo-dev.json"
     )
+    parser.add_argument(
+        "--items",
+        default="",
+        help="comma-separated item counts for the growth table (e.g. 0,1000,10000,100000)",
+    )
+    parser.add_argument("--growth-writes", type=int, default=200, help="notes, adds and removes per home")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print only a JSON object")
     args = parser.parse_args(argv)
@@ -241,6 +210,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.data} does not exist (the LoCoMo file the text is made from)")
     corpus = Corpus(args.data, args.seed)
     queries = (corpus.questions * (1 + args.queries // max(1, len(corpus.questions))))[: args.queries]
+    if args.items:
+        found = growth(
+            corpus,
+            [int(n) for n in args.items.split(",")],
+            args.growth_writes,
+            queries[:200],
+            Path(tempfile.gettempdir()),
+        )
+        print(json.dumps(found) if args.json else growth_table(found))
+        return 0
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         results.append(measure_size(corpus, size, queries))

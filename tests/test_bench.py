@@ -10,7 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import shared_data
+from boxmaker.memoryd import tool
+from boxmaker.memoryd.config import load
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.messages import MemoryCall, ToolRequest
+from conftest import Clock, shared_data
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = {f"{m}@{k}" for m in ("any", "all", "frac") for k in (1, 5, 10)} | {"mrr", "p50_ms", "p99_ms", "n"}
@@ -70,3 +75,71 @@ def test_startcheck_bench_runs_and_the_check_finds_nothing_in_a_sound_home() -> 
     assert result["items"] == 2000
     for key in ("no_checkpoint_s", "checkpoint_nothing_since_s", "checkpoint_with_since_s"):
         assert isinstance(result[key], float)
+
+
+def test_seeded_notes_are_the_bytes_memoryd_writes(home: Path, clock: Clock) -> None:
+    """bench/seed.py writes what `Writer.note` writes (so the growth benchmark's homes are real homes)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from seed import note_lines
+
+    service = Memoryd(load(None, str(home)), now=clock.now)
+    service.open()
+    journal_before = b"".join(p.read_bytes() for p in sorted((home / "memory" / "edits").glob("*.jsonl")))
+    expected: dict[str, bytes] = {"notes.md": b"", "items.jsonl": b"", "edits": journal_before}
+    fields = [("knowledge", None, None), ("state", "host1:address", None), ("knowledge", None, "Project X")]
+    for position, (kind, subject, scope) in enumerate(fields):
+        moment = clock.now()
+        arguments = {"action": "note", "text": f"Note {position} about the deploy.", "kind": kind}
+        arguments |= {k: v for k, v in (("subject", subject), ("scope", scope)) if v}
+        request = ToolRequest(session="chat-seed", call_id=f"c{position}", tool="memory", arguments=arguments)
+        reply = tool.call(
+            service.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False)
+        )
+        assert reply.code == "noted", reply.output
+        ident = f"mem-{moment:%Y-%m-%d}-{position + 1:03d}"
+        edit = str(next(service.memory.journal.entries_newest_first())["id"])
+        made = note_lines(
+            position,
+            moment,
+            ident,
+            edit,
+            text=str(arguments["text"]),
+            kind=kind,
+            subject=subject,
+            scope=scope,
+            session="chat-seed",
+            notes_at=len(expected["notes.md"]),
+            items_at=len(expected["items.jsonl"]),
+        )
+        for key, data in zip(expected, made, strict=True):
+            expected[key] += data
+        clock.advance(minutes=7)
+    service.close()
+    memory = home / "memory"
+    assert (memory / "notes.md").read_bytes() == expected["notes.md"]
+    assert (memory / "items.jsonl").read_bytes() == expected["items.jsonl"]
+    assert b"".join(p.read_bytes() for p in sorted((memory / "edits").glob("*.jsonl"))) == expected["edits"]
+
+
+def test_growth_benchmark_runs() -> None:
+    result = run(
+        "scale.py",
+        "--items",
+        "0,100",
+        "--growth-writes",
+        "2",
+        "--queries",
+        "3",
+        "--data",
+        str(shared_data("locomo-dev.json")),
+    )
+    rows = result["rows"]
+    assert isinstance(rows, list)
+    assert [r["items"] for r in rows] == [0, 100]
+    for row in rows:
+        assert row["note"]["p99_ms"] >= row["note"]["p50_ms"] > 0
+        assert row["peak_rss_mb"] > 0
+        assert row["start_s"] > 0
+        assert set(row["commands"]) >= {"items", "review", "export", "reindex"}
+    assert result["fsyncs_per_commit"]["note"] > 0
+    assert set(result["p50_ratio_to_first"]) == {"100"}

@@ -123,12 +123,12 @@ def test_reindex_prints_the_counts(fake: FakeMemoryd) -> None:
             "ip 1",
             {"kind": "state", "subject": "host:ip", "confidence": "confirmed"},
         ),
-        (["memory", "items"], "items", "", {"all": False}),
+        (["memory", "items"], "items", "", {"all": False, "limit": 200}),
         (
             ["memory", "items", "--all", "--kind", "state", "--status", "active", "--subject", "s"],
             "items",
             "",
-            {"all": True, "kind": "state", "status": "active", "subject": "s"},
+            {"all": True, "limit": 200, "kind": "state", "status": "active", "subject": "s"},
         ),
         (["memory", "item", "mem-2026-09-24-001"], "item", "mem-2026-09-24-001", {}),
         (

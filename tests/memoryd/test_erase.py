@@ -11,8 +11,8 @@ from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.bundle.transfer import export
 from boxmaker.memoryd.erase import run
 from boxmaker.memoryd.files.notes import parse
+from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.items.replay import replay_into
-from boxmaker.memoryd.items.store import ItemStore
 from boxmaker.memoryd.memory import excluded
 from boxmaker.memoryd.sentences import Refusal, erasure
 from boxmaker.memoryd.write.actions import Add

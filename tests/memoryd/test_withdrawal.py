@@ -18,7 +18,8 @@ from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.files.journal import Append, Change, encode_line
 from boxmaker.memoryd.files.notes import Note, header_time, render
 from boxmaker.memoryd.files.notes import parse as parse_notes
-from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.store import Item, capture_event
 from boxmaker.memoryd.memory import block as served_block
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.withdrawal import records

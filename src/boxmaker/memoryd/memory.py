@@ -25,8 +25,9 @@ from boxmaker.memoryd.files.serve import serve
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.pages import Pages
 from boxmaker.memoryd.items.projections import Excluded
-from boxmaker.memoryd.items.store import ItemStore
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
 from boxmaker.memoryd.write.writer import Writer
@@ -40,7 +41,8 @@ class Memory:
         config: the resolved configuration (layout, review, dream staging, max_class, sockets).
         now: the clock (aware UTC datetimes).
         store: the memory files; journal: the edit journal; writer: the one write path (its lock
-            serialises every change of memory/); items: the one item store (the writer's).
+            serialises every change of memory/); items: the one item store (the writer's); pages: index.md
+            and topics/ kept up to date from it.
         controls: the withdrawal controls; withdrawals: their appends and receipts.
         index: the FTS index; recaller: recall and the owner's search over it.
         holdings: what an erasure reaches (with the erasure ids reserved for this process's life).
@@ -57,6 +59,7 @@ class Memory:
     journal: Journal
     writer: Writer
     items: ItemStore
+    pages: Pages
     controls: Controls
     withdrawals: Withdrawals
     index: Index

@@ -12,8 +12,10 @@ staging), opens and closes them, and routes each message kind its three sockets 
 | reindex | bxctl | reindexed |
 | memory_admin | bxctl | memory_admin_reply (`admin.handle`) |
 
-Wiring that must stay as it is: the journal's listener rewrites index.md and the topic pages after
-every commit that carried item events or controls (and `open` renders them once); the writer hands
+Wiring that must stay as it is: the journal's listeners first fold what the commit appended into
+the item store (`ItemStore.follow`), then write the index.md and topic pages it touched after every
+commit that carried item events or controls (`pages.Pages`; `open` renders what a crash left
+unwritten); the writer hands
 every note it appends to the index (`Index.add_notes`); a withdrawal rebuilds the index in the
 background; the archive timer (``[archive] enabled``) runs the archive once a day under the write lock.
 """
@@ -21,6 +23,7 @@ background; the archive timer (``[archive] enabled``) runs the archive once a da
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import logging
 import shutil
 from collections.abc import Callable
@@ -38,10 +41,11 @@ from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
 from boxmaker.memoryd.index.retrievals import Turns
-from boxmaker.memoryd.items import archive, projections
+from boxmaker.memoryd.items import archive
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.pages import Pages
 from boxmaker.memoryd.items.projections import Excluded
-from boxmaker.memoryd.items.store import ItemStore
-from boxmaker.memoryd.memory import Memory, block, excluded
+from boxmaker.memoryd.memory import Memory, block
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
 from boxmaker.memoryd.write.writer import Writer
@@ -94,7 +98,8 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
     layout = config.layout
     store = Store(layout.memory, config.soul_starter)
     journal = Journal(layout.memory, now)
-    controls = Controls(layout.memory)
+    items = ItemStore(layout.memory)
+    controls = Controls(layout.memory, items.folded_items)
     index = Index(
         layout.index / "memory.sqlite3",
         layout.sessions,
@@ -102,16 +107,16 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         config.max_class,
         controls.exclusion,
     )
-    items = ItemStore(layout.memory)
     writer = Writer(
         store, journal, now, config.review, index.add_notes, sessions=layout.sessions, items=items
     )
+    pages = Pages(layout.memory, items, controls.exclusion, controls.path)
     recaller = Recaller(
         index,
         layout.memory / "recalls",
         now,
         exclusion=controls.exclusion,
-        items=items.items,
+        items=items.current,
         turns=Turns(layout.sessions),
     )
     checkpoints = Checkpoints(layout.memory, journal, writer.lock)
@@ -131,6 +136,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         journal=journal,
         writer=writer,
         items=items,
+        pages=pages,
         controls=controls,
         withdrawals=withdrawals,
         index=index,
@@ -177,13 +183,13 @@ class Memoryd:
         created = memory.store.ensure()
         memory.writer.open()
         self.check()
-        memory.journal.listeners.append(self._after_commit)
-        memory.journal.listeners.append(memory.checkpoints.after_commit)
-        self.refresh_projections()
+        memory.journal.listeners += [memory.items.follow, self._after_commit, memory.checkpoints.after_commit]
+        memory.pages.open()
         memory.index.open()
         memory.index.warm_up()
         if self.archive_timer is not None:
             self.archive_timer.start()
+        gc.freeze()  # the fold of a large home is never walked by a collection in the middle of a request
         return created
 
     def check(self) -> list[Finding]:
@@ -201,6 +207,7 @@ class Memoryd:
         the clean stop's checkpoint first: `server.Server.stop`)."""
         if self.archive_timer is not None:
             self.archive_timer.stop()
+        self.memory.pages.close()
         self.memory.index.close()
 
     def handle(self, kind: str, body: Body) -> Body:
@@ -221,6 +228,8 @@ class Memoryd:
             _not_the_owner(kind, body.request.session)
             return tool.call(memory, body)
         if isinstance(body, Reindex):
+            memory.items.refold()  # reindex rebuilds everything derived: the fold, the pages, the index
+            memory.pages.flush()
             counts = memory.index.rebuild()
             return Reindexed(logs=counts.logs, records=counts.records, notes=counts.notes)
         if isinstance(body, MemoryAdmin):
@@ -228,13 +237,9 @@ class Memoryd:
         raise ProtocolError(f"memoryd does not answer {kind}")
 
     def refresh_projections(self) -> None:
-        """Rewrite index.md and the topic pages where they changed (logged, never raised)."""
-        memory = self.memory
-        try:
-            items, hidden = memory.items.items().values(), excluded(memory)
-            projections.refresh(memory.config.layout.memory, items, hidden)
-        except OSError as exc:
-            log.error("cannot write memory/index.md or memory/topics/ (they are rewritten later): %s", exc)
+        """Write index.md and the topic pages the last changes touched (`pages.Pages.flush`: logged,
+        never raised)."""
+        self.memory.pages.flush()
 
     def _after_commit(self, line: dict[str, Any]) -> None:
         if line.get("events") or line.get("controls") or line.get("action") == "repair":

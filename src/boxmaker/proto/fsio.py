@@ -19,6 +19,7 @@ import errno
 import fcntl
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from boxmaker.proto.errors import BoxmakerError
@@ -162,10 +163,20 @@ def atomic_write(path: Path, data: bytes) -> None:
     Raises:
         OSError: when any step fails (the old file is then untouched; the temp file is removed).
     """
+    atomic_write_chunks(path, (data,))
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes]) -> None:
+    """`atomic_write` of data made piece by piece (a large generated file is never held whole).
+
+    Raises:
+        OSError: when any step fails (the old file is then untouched; the temp file is removed).
+    """
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        _write_all(fd, data)
+        for data in chunks:
+            _write_all(fd, data)
         os.fsync(fd)
     except BaseException:
         os.close(fd)

@@ -10,6 +10,7 @@ import click
 
 from boxmaker.bxctl import client
 from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
+from boxmaker.bxctl.progress import with_progress
 from boxmaker.bxctl.state import State, pass_state
 
 
@@ -52,7 +53,11 @@ def memory_export(
         bxctl memory export ~/memory-2026-09-24.json
     """
     args = {"omit_withdrawn": omit_withdrawn}
-    reply = client.admin(memory_socket_path(state, memory_socket), "export", str(file.absolute()), args)
+    path = memory_socket_path(state, memory_socket)
+    reply = with_progress(
+        f"exporting the item store to {file}",
+        lambda: client.admin(path, "export", str(file.absolute()), args),
+    )
     client.emit(reply, as_json)
 
 

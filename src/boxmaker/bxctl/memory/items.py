@@ -14,6 +14,8 @@ from boxmaker.bxctl.options import ITEM_KINDS, json_option, memory_socket_option
 from boxmaker.bxctl.state import State, pass_state
 
 _STATUSES = ("active", "superseded", "pending-cleanup", "stale")
+#: `bxctl memory items` lists the newest this many unless told otherwise (a home may hold 100,000).
+DEFAULT_LIMIT = 200
 
 
 @click.command(name="items")
@@ -21,6 +23,13 @@ _STATUSES = ("active", "superseded", "pending-cleanup", "stale")
 @click.option("--kind", type=ITEM_KINDS, help="Only this kind.")
 @click.option("--status", type=click.Choice(list(_STATUSES)), help="Only this status.")
 @click.option("--subject", help="Only this subject (exactly).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Only the newest N items (0: every one).",
+)
 @memory_socket_option
 @json_option
 @pass_state
@@ -31,6 +40,7 @@ def memory_items(
     kind: str | None,
     status: str | None,
     subject: str | None,
+    limit: int,
     memory_socket: Path | None,
     as_json: bool,
 ) -> None:
@@ -43,8 +53,9 @@ def memory_items(
     Example:
         bxctl memory items --kind state
         bxctl memory items --subject host:staging --json
+        bxctl memory items --limit 0          (every item: long in a big home)
     """
-    args: dict[str, Any] = {"all": show_all}
+    args: dict[str, Any] = {"all": show_all, "limit": limit}
     chosen = {"kind": kind, "status": status, "subject": subject}
     args.update({k: v for k, v in chosen.items() if v is not None})
     client.emit(client.admin(memory_socket_path(state, memory_socket), "items", "", args), as_json)

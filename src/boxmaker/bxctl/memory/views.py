@@ -10,6 +10,7 @@ import click
 
 from boxmaker.bxctl import client
 from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
+from boxmaker.bxctl.progress import with_progress
 from boxmaker.bxctl.sessions import read_session, session_folders
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.messages import Reindex, Reindexed
@@ -90,7 +91,10 @@ def reindex(state: State, memory_socket: Path | None) -> None:
         reindexed: 42 logs, 1,208 records, 7 notes
     """
     path = memory_socket_path(state, memory_socket)
-    reply = client.request("memoryd", path, Reindex(), timeout=3600.0)
+    reply = with_progress(
+        "reindexing sessions/ and notes.md",
+        lambda: client.request("memoryd", path, Reindex(), timeout=3600.0),
+    )
     if not isinstance(reply, Reindexed):
         raise client.RoleRefused(f"memoryd answered {type(reply).__name__} to reindex")
     click.echo(

@@ -4,6 +4,7 @@ through `write.itemops` as the owner."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -28,9 +29,14 @@ def _items(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     ``(withdrawn)`` in place of its text (withdrawn content stays out of listings; ``item ID`` shows it)."""
     wanted = {key: request.args.get(key) for key in ("kind", "status", "subject")}
     show_all = request.args.get("all", False)
+    limit = request.args.get("limit", 0)
     strings = all(v is None or isinstance(v, str) for v in wanted.values())
-    if not isinstance(show_all, bool) or not strings:
-        raise InvalidBody("memory_admin", "items takes args all (a boolean), kind, status, subject (strings)")
+    counted = isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0
+    if not isinstance(show_all, bool) or not strings or not counted:
+        raise InvalidBody(
+            "memory_admin",
+            "items takes args all (a boolean), kind, status, subject (strings), limit (0 or more; 0: all)",
+        )
     if wanted["kind"] not in (None, *KINDS):
         raise InvalidBody("memory_admin", f"kind is state or knowledge, not {wanted['kind']!r}")
     if wanted["status"] not in (None, *STATUSES):
@@ -47,13 +53,17 @@ def _items(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
         if (show_all or not item.erased)
         and all(v is None or getattr(item, k) == v for k, v in wanted.items())
     ]
+    older = max(0, len(shown) - limit) if limit else 0
+    shown = shown[older:]  # the newest `limit`: a home of 100,000 items lists in a blink
     data = [_item_data(item, withdrawn, listing=True) for item in shown]
     if not shown:
         return MemoryAdminReply("(no items)", data)
-    return MemoryAdminReply("\n".join(_item_row(item, withdrawn, hidden) for item in shown), data)
+    rows = [_item_row(item, withdrawn, hidden) for item in shown]
+    head = [capture.items_older(older)] if older else []
+    return MemoryAdminReply("\n".join(head + rows), data)
 
 
-def _hidden(every: dict[str, Item], withdrawn: dict[str, list[str]]) -> frozenset[str]:
+def _hidden(every: Mapping[str, Item], withdrawn: dict[str, list[str]]) -> frozenset[str]:
     """The ids a pointer may not name: withdrawn or erased items."""
     return frozenset(withdrawn) | {i for i, item in every.items() if item.erased}
 
@@ -188,7 +198,7 @@ def _warm(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 COMMANDS = (
-    Command("items", _items, args=frozenset({"all", "kind", "status", "subject"}), takes_arg=False),
+    Command("items", _items, args=frozenset({"all", "kind", "status", "subject", "limit"}), takes_arg=False),
     Command("item", _item),
     Command("supersede", _supersede, args=frozenset({"old", "new"}), takes_arg=False),
     Command("item-status", _item_status, args=frozenset({"status"})),

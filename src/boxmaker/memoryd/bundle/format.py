@@ -36,7 +36,7 @@ import datetime as dt
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -319,7 +319,7 @@ class ImportPlan:
 
 def plan_import(
     bundle: dict[str, Any],
-    present: dict[str, Item],
+    present: Mapping[str, Item],
     present_controls: Sequence[dict[str, Any]],
     trusted: bool = False,
 ) -> ImportPlan | Refusal:

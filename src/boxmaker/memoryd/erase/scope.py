@@ -20,7 +20,8 @@ from boxmaker.memoryd.files.names import ERASURES_FILE
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
-from boxmaker.memoryd.items.store import ItemStore, is_item_id, item_id_of
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.store import is_item_id, item_id_of
 from boxmaker.memoryd.sentences import Refusal, identity
 from boxmaker.memoryd.sentences import erasure as erasure_sentences
 from boxmaker.proto.erasure import COMPLETED

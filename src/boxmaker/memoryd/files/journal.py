@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,14 +242,14 @@ class Journal:
 
     @staticmethod
     def _complete_append(path: Path, offset: int, data: bytes) -> None:
-        current = fsio.read_bytes(path) if path.exists() else b""
-        if current[offset : offset + len(data)] == data:
+        size, current = _read_at(path, offset, len(data) + 1)  # never the whole file: flat at any size
+        if current[: len(data)] == data:
             return
-        if len(current) > offset and not data.startswith(current[offset:]):
+        if size > offset and not data.startswith(current):
             log.warning("%s changed after an interrupted edit; appending its record again", path)
             fsio.append_bytes(path, data)
             return
-        if len(current) > offset:
+        if size > offset:
             fsio.truncate(path, offset)
         fsio.append_bytes(path, data)
 
@@ -327,6 +328,19 @@ def _text(path: Path) -> str | None:
         return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _read_at(path: Path, offset: int, count: int) -> tuple[int, bytes]:
+    """A file's size and up to `count` of its bytes from `offset` (0 and nothing when it is missing),
+    opened without following a link (`fsio.open_nofollow`)."""
+    try:
+        fd = fsio.open_nofollow(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0, b""
+    try:
+        return os.fstat(fd).st_size, os.pread(fd, count, offset)
+    finally:
+        os.close(fd)
 
 
 def _size(path: Path) -> int:

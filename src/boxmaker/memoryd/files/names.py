@@ -33,3 +33,5 @@ ARCHIVE_DIR = "archive"
 DREAM_DIR = "dream"
 INDEX_FILE = "index.md"
 TOPICS_DIR = "topics"
+#: Where the projections' mark says through which offset of items.jsonl the pages show it (`pages`).
+PAGES_MARK = ".projections.json"

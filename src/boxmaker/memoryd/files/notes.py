@@ -28,7 +28,7 @@ NoteKind = Literal["noted", "moved", "dropped"]
 
 _SESSION = r"[a-z0-9][a-z0-9-]{0,63}"
 _TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}Z"
-_HEADER = re.compile(
+HEADER = re.compile(
     rf"^§ (?:(?P<noted>noted) (?P<ntime>{_TIME}) in session (?P<nsession>{_SESSION})"
     rf"|(?P<kind>moved|dropped) (?P<time>{_TIME}) from (?P<file>memory\.md|user\.md) "
     rf"in session (?P<session>{_SESSION}))(?P<rest>(?: · [^\n]*)?)\Z"
@@ -99,16 +99,31 @@ def parse(text: str) -> list[Note]:
     return notes
 
 
+_CANDIDATE = re.compile("^§ ", re.MULTILINE)
+
+
+def count(text: str) -> int:
+    """``len(parse(text))`` without making the notes (memoryd counts notes.md at start)."""
+    found, first = 0, len(text)
+    for candidate in _CANDIDATE.finditer(text):
+        start = candidate.start()
+        end = text.find("\n", start)
+        if HEADER.match(text[start : end if end >= 0 else len(text)]) is not None:
+            found += 1
+            first = min(first, start)
+    return found + (1 if text[:first].strip() else 0)
+
+
 def is_header(line: str) -> bool:
     """True for a notes.md header line (``§ noted …``, ``§ moved …``, ``§ dropped …``)."""
-    return _HEADER.match(line) is not None
+    return HEADER.match(line) is not None
 
 
 def _split(text: str) -> Iterator[tuple[re.Match[str] | None, str]]:
     head: re.Match[str] | None = None
     lines: list[str] = []
     for line in text.split("\n"):
-        match = _HEADER.match(line)
+        match = HEADER.match(line)
         if match is None:
             lines.append(line)
             continue

@@ -29,6 +29,7 @@ from boxmaker.memoryd.files.entries import (
     parse_entries,
     text_length,
 )
+from boxmaker.memoryd.files.notes import HEADER
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 
@@ -154,6 +155,33 @@ class Store:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FileUnreadable(path, f"not UTF-8 at byte {exc.start:,}") from None
+
+    def count_notes(self) -> int | None:
+        """`notes.count` of notes.md read line by line (100,000 notes are never held whole), or None
+        when the file needs `read_notes`'s care (a BOM, a carriage return, bytes that are not UTF-8) or
+        is missing.
+
+        Raises:
+            OSError: when it cannot be read.
+        """
+        found, before = 0, False
+        try:
+            handle = self.notes_path.open("rb")
+        except FileNotFoundError:
+            return None
+        with handle:
+            for number, raw in enumerate(handle):
+                if b"\r" in raw or (number == 0 and raw.startswith(b"\xef\xbb\xbf")):
+                    return None
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return None
+                if line.startswith("§ ") and HEADER.match(line.removesuffix("\n")) is not None:
+                    found += 1
+                elif not found and line.strip():
+                    before = True
+        return found + (1 if before else 0)
 
     def read_identity(self, spec: FileSpec) -> IdentityFile:
         """memory.md or user.md with its entries.

@@ -23,6 +23,7 @@ Concurrency, so memoryd always answers:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import logging
@@ -32,15 +33,24 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from boxmaker.memoryd.files.entries import normalise_newlines
-from boxmaker.memoryd.files.notes import Note
+from boxmaker.memoryd.files.notes import Note, is_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
-from boxmaker.memoryd.index.schema import Counts, SchemaMismatch, connect, finish_bulk, migrate, start_bulk
+from boxmaker.memoryd.index.schema import (
+    Counts,
+    SchemaMismatch,
+    connect,
+    finish_bulk,
+    migrate,
+    optimize,
+    start_bulk,
+)
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
@@ -299,6 +309,8 @@ class Index:
         the file are added; after any other change (a hand edit) every note is indexed again. A
         missing notes.md changes nothing (it is recreated at start; its notes are in the journal)."""
         with self._lock:
+            if self._appended_notes():
+                return
             data, stat = _snapshot(self.notes)
             if stat is None:
                 log.warning("%s is missing; the notes in the index stay as they were", self.notes)
@@ -306,6 +318,27 @@ class Index:
             if not _sync_notes(self.db, data):
                 log.info("notes.md was edited by hand; indexing its notes again")
             self._load_notes_state(data, stat)
+
+    def _appended_notes(self) -> bool:
+        """Add the notes appended to notes.md since the index last saw it, reading the file in pieces
+        (a start in a home of 100,000 notes never holds it whole). False, with nothing done, when
+        notes.md is missing or changed otherwise (`sync_notes` then reads it whole)."""
+        known = int(self.db.meta("notes_bytes") or 0)
+        read = _read_notes(self.notes, known)
+        if read is None:
+            return False
+        head, whole, tail, size, stat = read
+        text = normalise_newlines(tail.decode("utf-8", errors="replace"))
+        empty = hashlib.sha256().hexdigest()
+        if size < known or head.hexdigest() != (self.db.meta("notes_sha256") or empty):
+            return False
+        if text.strip() and not is_header(text.lstrip("\n").split("\n", 1)[0]):
+            return False
+        count = int(self.db.meta("notes_count") or 0)
+        added = [dataclasses.replace(note, position=note.position + count) for note in parse_notes(text)]
+        self.db.add_notes(added, {"notes_sha256": whole.hexdigest(), "notes_bytes": str(size)})
+        self._notes_hash, self._notes_bytes, self._notes_stat = whole, size, stat
+        return True
 
     def refresh_notes(self) -> None:
         """`sync_notes` when notes.md changed since memoryd last wrote or read it, or when notes could
@@ -347,6 +380,7 @@ class Index:
             db = self._open_file(fresh, bulk=True)
             try:
                 self._fill(db)
+                optimize(db.conn)  # one segment per term: recall reads half as much (outside the locks)
                 with self._catching, self._lock:
                     seen = self._fill(db)
                     counts = db.counts()
@@ -439,6 +473,28 @@ def _snapshot(path: Path) -> tuple[bytes, Stat]:
         return b"", None
 
 
+def _read_notes(path: Path, known: int) -> tuple[Any, Any, bytes, int, Stat] | None:
+    """notes.md read in pieces: the sha256 of its first `known` bytes and of all of it, the bytes
+    after `known`, its size and the (size, mtime) it was read at; None when it is missing."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with handle:
+        info = os.fstat(handle.fileno())
+        head, whole, tail, offset = hashlib.sha256(), hashlib.sha256(), [], 0
+        while offset < info.st_size:
+            chunk = handle.read(min(1 << 20, info.st_size - offset))
+            if not chunk:
+                break
+            whole.update(chunk)
+            head.update(chunk[: max(0, known - offset)])
+            if offset + len(chunk) > known:
+                tail.append(chunk[max(0, known - offset) :])
+            offset += len(chunk)
+    return head, whole, b"".join(tail), offset, (info.st_size, info.st_mtime_ns)
+
+
 def _stat(path: Path) -> Stat:
     try:
         info = path.stat()
@@ -450,19 +506,22 @@ def _stat(path: Path) -> Stat:
 def _sync_notes(db: IndexDB, data: bytes) -> bool:
     """Bring `db`'s notes in line with notes.md's `data`, in one transaction. Returns True when
     notes.md had only grown by appending since `db` last saw it (the new notes were added), False
-    when it had changed otherwise (every note was indexed again)."""
+    when it had changed otherwise (every note was indexed again). Only the appended bytes are parsed
+    when they start with a note's header, so a start costs the same at any size."""
     known = int(db.meta("notes_bytes") or 0)
-    notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
     count = int(db.meta("notes_count") or 0)
-    appended = (
-        known <= len(data)
-        and hashlib.sha256(data[:known]).hexdigest()
-        == (db.meta("notes_sha256") or hashlib.sha256().hexdigest())
-        and len(notes) >= count
-    )
     meta = {"notes_sha256": hashlib.sha256(data).hexdigest(), "notes_bytes": str(len(data))}
-    if appended:
+    grown = known <= len(data) and hashlib.sha256(data[:known]).hexdigest() == (
+        db.meta("notes_sha256") or hashlib.sha256().hexdigest()
+    )
+    tail = normalise_newlines(data[known:].decode("utf-8", errors="replace")) if grown else ""
+    if grown and (not tail.strip() or is_header(tail.lstrip("\n").split("\n", 1)[0])):
+        added = [dataclasses.replace(note, position=note.position + count) for note in parse_notes(tail)]
+        db.add_notes(added, meta)
+        return True
+    notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
+    if grown and len(notes) >= count:
         db.add_notes(notes[count:], meta)
-    else:
-        db.replace_notes(notes, meta)
-    return appended
+        return True
+    db.replace_notes(notes, meta)
+    return False

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
-from boxmaker.memoryd.index.schema import Counts, counts_of
+from boxmaker.memoryd.index.schema import LIVE_CACHE_KIB, Counts, counts_of
 from boxmaker.memoryd.index.search import Frequencies, Planned, hits, merge, plan, scored
 
 #: Reader connections kept open between recalls, at most.
@@ -79,7 +79,7 @@ class Readers:
             conn = sqlite3.connect(
                 f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
             )
-            conn.execute("PRAGMA cache_size=-65536")
+            conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
         try:
             yield conn
         finally:

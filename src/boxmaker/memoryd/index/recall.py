@@ -42,7 +42,7 @@ from boxmaker.memoryd.index import retrievals, skeptic
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.query import build
-from boxmaker.memoryd.items.store import Item
+from boxmaker.memoryd.items.live import Fold
 from boxmaker.memoryd.sentences import Refusal, identity, withdrawal
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto import fsio
@@ -85,7 +85,7 @@ class Recaller:
         now: the clock.
         log_recalls: False to keep no recall log (never in memoryd; for offline measurements).
         exclusion: what is withdrawn now (`controls.Controls.exclusion`); its hits are never shown.
-        items: the item store's fold (`items.store.ItemStore.items`); None: hits are shown without item
+        items: the item store's fold (`live.ItemStore.current`); None: hits are shown without item
             metadata (offline measurements).
         turns: counts a session's turns for the retrieval record's task id (None: turn 0).
     """
@@ -98,7 +98,7 @@ class Recaller:
         log_recalls: bool = True,
         exclusion: Callable[[], Exclusion] | None = None,
         *,
-        items: Callable[[], dict[str, Item]] | None = None,
+        items: Callable[[], Fold] | None = None,
         turns: retrievals.Turns | None = None,
     ) -> None:
         self.index = index

@@ -42,7 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from boxmaker.memoryd.index.hits import Hit, defuse, one_line
-from boxmaker.memoryd.items.store import Item, active_by_subject
+from boxmaker.memoryd.items.live import Fold
+from boxmaker.memoryd.items.store import Item
 from boxmaker.proto.escape import escape_line
 from boxmaker.proto.labels import DataClass, Label
 
@@ -84,33 +85,31 @@ class Reading:
         return [item.id for item in self.shown]
 
 
-def read(hits: Sequence[Hit], items: Mapping[str, Item], excluded: Callable[[Item], bool]) -> Reading:
+def read(hits: Sequence[Hit], fold: Fold, excluded: Callable[[Item], bool]) -> Reading:
     """The items among `hits` (by note key), their live items and the conflicts they touch.
 
-    `items` is the fold (`items.store.ItemStore.items`); `excluded` says which items are withdrawn now
+    `fold` is the item store's fold (`live.ItemStore.current`: looked up, never walked, so a recall
+    costs the same at any size); `excluded` says which items are withdrawn now
     (`controls.Exclusion.item`): never shown, never counted in a conflict.
     """
-    by_note = {item.note: item for item in items.values() if item.note}
     found: list[Item | None] = []
     for hit in hits:
-        item = by_note.get(hit.key) if hit.kind == "note" and hit.role == "noted" else None
+        item = fold.by_note(hit.key) if hit.kind == "note" and hit.role == "noted" else None
         found.append(None if item is None or excluded(item) else item)
     shown: dict[str, Item] = {item.id: item for item in found if item is not None}
     current: dict[str, Item] = {}
     for item in found:
         if item is not None and item.status == "superseded":
-            live = live_item(item, items)
+            live = live_item(item, fold.items)
             if live is not None and not live.erased and not excluded(live):
                 current[item.id] = live
     for live in current.values():
         shown.setdefault(live.id, live)
-    visible = [i for i in items.values() if not excluded(i)]
-    groups = active_by_subject(visible)
     conflicts: list[Conflict] = []
     for item in found:
         if item is None or item.kind != "state" or item.status != "active" or item.erased:
             continue
-        rows = groups.get(item.subject or "", [])
+        rows = [row for row in fold.active_of(item.subject or "") if not excluded(row)]
         if len(rows) >= 2 and all(c.subject != item.subject for c in conflicts):
             ordered = tuple(sorted(rows, key=lambda i: (i.time, i.id)))
             conflicts.append(Conflict(str(item.subject), ordered))

@@ -39,7 +39,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +48,8 @@ from typing import Any
 from boxmaker.memoryd.files.journal import Append, Change, Journal, encode_line
 from boxmaker.memoryd.files.mdtext import label_text, md_text
 from boxmaker.memoryd.files.names import ARCHIVE_DIR
-from boxmaker.memoryd.items.store import Item, ItemStore
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.store import Item
 from boxmaker.proto import fsio
 
 log = logging.getLogger("boxmaker.memoryd.archive")
@@ -149,7 +150,7 @@ def stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run(memory_dir: Path, items: dict[str, Item], journal: Journal, moment: dt.datetime, by: str) -> Run:
+def run(memory_dir: Path, items: Mapping[str, Item], journal: Journal, moment: dt.datetime, by: str) -> Run:
     """Archive every item of `items` not yet archived, in one journal commit; the caller holds the
     write lock and passes the fold as it is now.
 

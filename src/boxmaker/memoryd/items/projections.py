@@ -39,10 +39,12 @@ as JSON double-quoted ASCII strings (valid YAML), so nothing in the store can br
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +82,7 @@ def nothing_excluded(item: Item) -> bool:
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=8192)
 def slugify(text: str) -> str:
     """Lower-case ASCII letters and digits joined by single hyphens, at most 48 characters ("" when
     nothing is left)."""
@@ -134,11 +137,11 @@ def render(items: Iterable[Item], excluded: Excluded = nothing_excluded) -> Rend
     by_topic: dict[str, list[Item]] = {}
     for item in shown:
         by_topic.setdefault(topic_of(item), []).append(item)
-    topics = {name: _topic_page(name, found, hidden) for name, found in sorted(by_topic.items())}
+    topics = {name: topic_page(name, found, hidden) for name, found in sorted(by_topic.items())}
     return Rendered(_index_page(shown, by_topic, hidden), topics)
 
 
-def successor(item: Item, hidden: frozenset[str]) -> str | None:
+def successor(item: Item, hidden: Container[str]) -> str | None:
     """What an item's ``superseded_by`` pointer shows: the id, ``(withdrawn)`` when that item is
     hidden, or None when there is no pointer."""
     if not item.superseded_by:
@@ -152,7 +155,7 @@ def _yaml(text: str) -> str:
     return json.dumps(md_text(text), ensure_ascii=True)
 
 
-def _triggers(found: Sequence[Item], name: str) -> list[str]:
+def triggers_of(found: Sequence[Item], name: str) -> list[str]:
     values = {value for item in found for value in (item.scope, item.subject, *item.triggers) if value}
     if values:
         return sorted(values)
@@ -168,14 +171,14 @@ def _summary(text: str) -> str:
     return md_text(short)
 
 
-def _status(item: Item, hidden: frozenset[str]) -> str:
+def _status(item: Item, hidden: Container[str]) -> str:
     pointer = successor(item, hidden)
     if item.status == "superseded" and pointer:
         return f"Status: superseded → {pointer}"
     return f"Status: {item.status}"
 
 
-def item_line(item: Item, hidden: frozenset[str] = frozenset()) -> str:
+def item_line(item: Item, hidden: Container[str] = frozenset()) -> str:
     """One item on a topic page (`hidden`: ids not shown, see `successor`)."""
     parts = [f"- [{item.date}] ({item.kind}) {md_text(item.text)}", item.id]
     if item.subject is not None:
@@ -194,12 +197,25 @@ def item_line(item: Item, hidden: frozenset[str] = frozenset()) -> str:
     return " · ".join(parts)
 
 
-def _section(title: str, found: Sequence[Item], hidden: frozenset[str]) -> list[str]:
-    return [f"## {title}", "", *([item_line(i, hidden) for i in found] or ["(none)"]), ""]
+def _section(title: str, found: Sequence[Item], hidden: Container[str]) -> Iterator[str]:
+    yield f"## {title}"
+    yield ""
+    for item in found:
+        yield item_line(item, hidden)
+    if not found:
+        yield "(none)"
+    yield ""
 
 
-def _topic_page(name: str, found: Sequence[Item], hidden: frozenset[str]) -> Page:
-    triggers = _triggers(found, name)
+def topic_page(name: str, found: Sequence[Item], hidden: Container[str]) -> Page:
+    """A topic page (module docstring) of `found` (capture order); `hidden`: ids not shown."""
+    return Page("".join(topic_chunks(name, found, hidden)), label_of(found), tuple(i.id for i in found))
+
+
+def topic_chunks(name: str, found: Sequence[Item], hidden: Container[str]) -> Iterator[str]:
+    """A topic page's text line by line (each with its newline), so a page of 100,000 items can be
+    written without holding it whole (`pages`)."""
+    triggers = triggers_of(found, name)
     dates = sorted({item.date for item in found})
     history = [i for i in found if i.status in ("superseded", "stale") or i.merged_into is not None]
     pending = [i for i in found if i.status == "pending-cleanup" and i.merged_into is None]
@@ -207,7 +223,7 @@ def _topic_page(name: str, found: Sequence[Item], hidden: frozenset[str]) -> Pag
     active = [i for i in current if not i.cooled]
     cooled = [i for i in current if i.cooled]
     label = label_of(found)
-    lines = [
+    head = [
         "---",
         f"title: {_yaml(_title(name))}",
         "layer: warm",
@@ -228,21 +244,56 @@ def _topic_page(name: str, found: Sequence[Item], hidden: frozenset[str]) -> Pag
         + f"{len(history):,} in history, {len(pending):,} pending cleanup; the strictest label here is "
         f"{label_text(label)}.",
         "",
-        *_section("Facts and lessons", active, hidden),
-        *(_section("Historical lessons", cooled, hidden) if cooled else []),
-        *_section("History", history, hidden),
-        *_section("Pending cleanup", pending, hidden),
     ]
-    return Page("\n".join(lines).rstrip("\n") + "\n", label, tuple(i.id for i in found))
+    sections = itertools.chain(
+        _section("Facts and lessons", active, hidden),
+        _section("Historical lessons", cooled, hidden) if cooled else (),
+        _section("History", history, hidden),
+        _section("Pending cleanup", pending, hidden),
+    )
+    previous: str | None = None
+    for line in itertools.chain(head, sections):
+        if previous is not None:
+            yield previous + "\n"
+        previous = line
+    # the last line is the closing blank line of "Pending cleanup": the page ends after the line before
 
 
 def _more(count: int, what: str) -> list[str]:
     return [f"- … and {count:,} more {what}"] if count > 0 else []
 
 
-def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]], hidden: frozenset[str]) -> Page:
+def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]], hidden: Container[str]) -> Page:
     hot = [i for i in shown if not i.cooled and i.merged_into is None]
     recent = sorted(hot, key=lambda i: (i.time, i.id), reverse=True)[:RECENT]
+    names = sorted(by_topic)
+    topics = [
+        (name, triggers_of(by_topic[name], name), label_of(by_topic[name])) for name in names[:MAX_TOPICS]
+    ]
+    pending = [i for i in shown if i.status == "pending-cleanup" and i.merged_into is None]
+    text = index_text(
+        recent,
+        topics,
+        topic_count=len(names),
+        pending=pending[:MAX_PENDING],
+        pending_count=len(pending),
+        hidden=hidden,
+    )
+    return Page(text, label_of(shown), tuple(i.id for i in shown))
+
+
+def index_text(
+    recent: Sequence[Item],
+    topics: Sequence[tuple[str, Sequence[str], Label]],
+    *,
+    topic_count: int,
+    pending: Sequence[Item],
+    pending_count: int,
+    hidden: Container[str],
+) -> str:
+    """index.md's text from its parts: the `RECENT` newest hot items (newest first), the first
+    `MAX_TOPICS` topics (name, triggers, label) of `topic_count`, the first `MAX_PENDING` pending
+    cleanup items of `pending_count` (capture order), `hidden` the ids a pointer may not name."""
     lines = [BANNER, "", "# Memory Index", "", "## Recent Activity", ""]
     for item in recent:
         status = "" if item.status == "active" else f" · {item.status}"
@@ -254,29 +305,27 @@ def _index_page(shown: Sequence[Item], by_topic: dict[str, list[Item]], hidden: 
     if not recent:
         lines.append("(no items yet)")
     lines += ["", "## Topic Map", ""]
-    names = sorted(by_topic)
-    for name in names[:MAX_TOPICS]:
-        triggers = [md_text(t) for t in _triggers(by_topic[name], name)]
+    for name, found, label in topics:
+        triggers = [md_text(t) for t in found]
         said = "; ".join(triggers[:MAX_TRIGGERS])
         if len(triggers) > MAX_TRIGGERS:
             said += f"; and {len(triggers) - MAX_TRIGGERS:,} more"
-        lines.append(f"- {name}.md — Read when: {said} · {label_text(label_of(by_topic[name]))}")
-    lines += _more(len(names) - MAX_TOPICS, "topics (see memory/topics/)")
-    if not names:
+        lines.append(f"- {name}.md — Read when: {said} · {label_text(label)}")
+    lines += _more(topic_count - MAX_TOPICS, "topics (see memory/topics/)")
+    if not topic_count:
         lines.append("(no topics yet)")
     lines += ["", "## Pending Cleanup", ""]
-    pending = [i for i in shown if i.status == "pending-cleanup" and i.merged_into is None]
-    for item in pending[:MAX_PENDING]:
+    for item in pending:
         pointer = successor(item, hidden)
         after = f" · superseded_by: {pointer}" if pointer else ""
         lines.append(
             f"- [{item.date}] ({item.kind}) {item.id} · {label_text(item.label)} · {_summary(item.text)}"
             f" · Source: {md_text(item.source)}{after} → {TOPICS_DIR}/{topic_of(item)}.md"
         )
-    lines += _more(len(pending) - MAX_PENDING, "pending cleanup (see the topic pages)")
-    if not pending:
+    lines += _more(pending_count - MAX_PENDING, "pending cleanup (see the topic pages)")
+    if not pending_count:
         lines.append("(none)")
-    return Page("\n".join(lines) + "\n", label_of(shown), tuple(i.id for i in shown))
+    return "\n".join(lines) + "\n"
 
 
 def write(memory_dir: Path, rendered: Rendered) -> list[str]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -51,7 +52,6 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from boxmaker.memoryd.files.journal import read_jsonl
-from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.proto.labels import DataClass, Label
 
@@ -72,7 +72,7 @@ ITEM_ID_PATTERN = r"^mem-([0-9]{4}-[0-9]{2}-[0-9]{2})-([0-9]{3,})\Z"
 _ITEM_ID = re.compile(ITEM_ID_PATTERN)
 
 
-class Item(msgspec.Struct, frozen=True, kw_only=True):
+class Item(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One item as the fold leaves it (seed 003 section 9's fields).
 
     Attributes:
@@ -176,53 +176,64 @@ def fold(events: Iterable[dict[str, Any]]) -> dict[str, Item]:
     items: dict[str, Item] = {}
     for number, event in enumerate(events, start=1):
         try:
-            _apply(items, event)
+            apply_event(items, event)
         except (KeyError, TypeError, ValueError, msgspec.ValidationError) as exc:
             log.warning("skipping event %d of the item log (%s): %s", number, event.get("event"), exc)
     return items
 
 
-def _apply(items: dict[str, Item], event: dict[str, Any]) -> None:
+def apply_event(items: dict[str, Item], event: dict[str, Any]) -> list[str]:
+    """Apply one event to `items`; returns the ids it changed.
+
+    Raises:
+        KeyError, TypeError, ValueError, msgspec.ValidationError: an event that does not fit the fold.
+    """
     kind = event["event"]
     if kind == "capture":
         item = captured(event)
         if item.id in items:
             raise ValueError(f"{item.id} was already captured")
         items[item.id] = item
-    elif kind == "supersede":
+        return [item.id]
+    if kind == "supersede":
         old, new = _known(items, event["old"]), _known(items, event["new"])
         if old.status != "active":
             raise ValueError(f"{old.id} is {old.status}, not active")
         items[old.id] = msgspec.structs.replace(old, status="superseded", superseded_by=new.id)
-    elif kind == "status":
+        return [old.id]
+    if kind == "status":
         item = _known(items, event["id"])
         status = event["status"]
         if status not in ("active", "stale", "pending-cleanup"):
             raise ValueError(f"status {status!r} is not set by a status event")
-        items[item.id] = msgspec.structs.replace(item, status=status)
-    elif kind == "archive":
+        items[item.id] = msgspec.structs.replace(item, status=_interned(status))
+        return [item.id]
+    if kind == "archive":
         file = str(event["file"])
-        for wanted in event["ids"]:
-            item = _known(items, wanted)
+        found = [_known(items, wanted) for wanted in event["ids"]]
+        for item in found:
             ref = f"{file}#{item.id}"
             shown = item.source if item.sources else ref  # a merged item's Source enumerates its members'
             items[item.id] = msgspec.structs.replace(item, archive_ref=ref, source=shown)
-    elif kind == "erase":
-        for wanted in event["ids"]:
-            item = _known(items, wanted)
+        return [item.id for item in found]
+    if kind == "erase":
+        found = [_known(items, wanted) for wanted in event["ids"]]
+        for item in found:
             items[item.id] = msgspec.structs.replace(item, text="", erased=True)
-    elif kind in ("cool", "warm"):
+        return [item.id for item in found]
+    if kind in ("cool", "warm"):
         item = _known(items, event["id"])
         items[item.id] = msgspec.structs.replace(item, cooled=kind == "cool")
-    elif kind == "merge":
-        _merge(items, event)
-    elif kind == "assign":
+        return [item.id]
+    if kind == "merge":
+        return _merge(items, event)
+    if kind == "assign":
         item = _known(items, event["id"])
         topic = event.get("topic")
         triggers = tuple(str(t) for t in event.get("triggers") or ())
         items[item.id] = msgspec.structs.replace(item, topic=_optional(topic), triggers=triggers)
-    else:
-        raise ValueError(f"unknown event {kind!r}")
+        return [item.id]
+    raise ValueError(f"unknown event {kind!r}")
 
 
 def merge_source(sources: Sequence[str]) -> str:
@@ -230,7 +241,7 @@ def merge_source(sources: Sequence[str]) -> str:
     return "merge: " + "; ".join(sources)
 
 
-def _merge(items: dict[str, Item], event: dict[str, Any]) -> None:
+def _merge(items: dict[str, Item], event: dict[str, Any]) -> list[str]:
     merged = _known(items, event["id"])
     members = [_known(items, m) for m in event["members"]]
     if len(members) < 2 or merged.id in {m.id for m in members}:
@@ -243,8 +254,9 @@ def _merge(items: dict[str, Item], event: dict[str, Any]) -> None:
         items[member.id] = msgspec.structs.replace(member, merged_into=merged.id)
     source = merge_source(sources)
     items[merged.id] = msgspec.structs.replace(
-        merged, sources=sources, source=source, date=str(event["date"])
+        merged, sources=sources, source=source, date=_interned(str(event["date"]))
     )
+    return [merged.id, *(member.id for member in members)]
 
 
 def _known(items: dict[str, Item], wanted: object) -> Item:
@@ -269,28 +281,59 @@ def captured(event: dict[str, Any]) -> Item:
     if kind == "state" and not subject:
         raise ValueError("a state item without a subject")
     time = str(event["time"])
-    label = msgspec.convert(event["label"], Label)
+    label = _label(event["label"])
     source = str(event["source"])
     return Item(
         id=ident,
         time=time,
-        date=time[:10],
-        kind=kind,
+        date=_interned(time[:10]),
+        kind=_interned(kind),
         subject=_optional(subject),
         scope=_optional(event.get("scope")),
-        confidence=_optional(event.get("confidence")),
-        confidence_scheme=_optional(event.get("confidence_scheme")),
+        confidence=_interned_or_none(event.get("confidence")),
+        confidence_scheme=_interned_or_none(event.get("confidence_scheme")),
         text=str(event["text"]),
         label=label,
         source=source,
         captured_from=source,
-        session=str(event.get("session", "")),
+        session=_interned(str(event.get("session", ""))),
         call=str(event.get("call", "")),
         corroborating_refs=tuple(str(r) for r in event.get("corroborating_refs") or ()),
         inspired_by=_optional(event.get("inspired_by")),
         note=str(event.get("note", "")),
         imported=_optional(event.get("imported")),
     )
+
+
+#: Labels by their JSON form: a store holds few distinct labels, so items share them.
+_LABELS: dict[tuple[object, object], Label] = {}
+
+
+def _label(value: object) -> Label:
+    """The `Label` of an event's ``label`` (one object per distinct label).
+
+    Raises:
+        msgspec.ValidationError: when it is not a label.
+    """
+    if isinstance(value, dict):
+        key = (value.get("class"), value.get("untrusted"))
+        if len(value) == 2 and isinstance(key[0], str) and isinstance(key[1], bool):
+            found = _LABELS.get(key)
+            if found is None:
+                found = msgspec.convert(value, Label)
+                _LABELS[key] = found
+            return found
+    return msgspec.convert(value, Label)
+
+
+def _interned(value: str) -> str:
+    """One string object for the values many items share (dates, kinds, sessions): a store of
+    100,000 items keeps each once."""
+    return sys.intern(value)
+
+
+def _interned_or_none(value: object) -> str | None:
+    return None if value is None else sys.intern(str(value))
 
 
 def _optional(value: object) -> str | None:
@@ -350,54 +393,6 @@ def next_number(events: Iterable[dict[str, Any]], day: dt.date) -> int:
     return highest + 1
 
 
-class ItemStore:
-    """``memory/items.jsonl``: reading and folding it, cached by the file's size and mtime.
-
-    Appends go through the journal (`journal.Change` appends), never through this class, so a crash
-    completes them with the journal line that carries them.
-
-    Args:
-        memory_dir: the home's ``memory/`` folder.
-    """
-
-    def __init__(self, memory_dir: Path) -> None:
-        self.memory_dir = memory_dir
-        self.path = memory_dir / ITEMS_FILE
-        self._cache: tuple[tuple[int, int] | None, list[dict[str, Any]], dict[str, Item]] | None = None
-
-    def _load(self) -> tuple[list[dict[str, Any]], dict[str, Item]]:
-        stat = _stat(self.path)
-        if self._cache is None or self._cache[0] != stat:
-            events = read_events(self.path)
-            self._cache = (stat, events, fold(events))
-        return self._cache[1], self._cache[2]
-
-    def events(self) -> list[dict[str, Any]]:
-        """Every event, oldest first (a new list).
-
-        Raises:
-            OSError: when the log cannot be read.
-        """
-        return list(self._load()[0])
-
-    def items(self) -> dict[str, Item]:
-        """Every item by id, in capture order (a new dict; erased items included).
-
-        Raises:
-            OSError: when the log cannot be read.
-        """
-        return dict(self._load()[1])
-
-    def get(self, ident: str) -> Item | None:
-        """One item, or None."""
-        return self._load()[1].get(ident)
-
-    def next_id(self, day: dt.date, taken: int = 0) -> str:
-        """The id the next item captured on `day` gets; `taken` more ids already handed out in the
-        same commit are skipped."""
-        return item_id(day, next_number(self._load()[0], day) + taken)
-
-
 def active_by_subject(items: Iterable[Item]) -> dict[str, list[Item]]:
     """The active, not erased state items grouped by subject (more than one means a conflict)."""
     found: dict[str, list[Item]] = {}
@@ -413,11 +408,3 @@ def label_of(items: Iterable[Item]) -> Label:
     for item in items:
         label = label.stricter(item.label)
     return label
-
-
-def _stat(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    return info.st_size, info.st_mtime_ns

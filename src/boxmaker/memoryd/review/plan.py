@@ -83,8 +83,8 @@ def gather(writer: Writer, controls: Controls) -> Inputs:
         note_excluded=exclusion.note,
         index_text=generated[names.INDEX_FILE],
         generated=generated,
-        events=writer.items.events(),
-        shown=frozenset(inputs.shown_ids(writer.journal.entries_newest_first())),
+        events=(),
+        shown=frozenset(inputs.shown_ids(inputs.autodream_lines(writer.journal.edits_dir))),
         feedback=read_feedback(folder),
     )
 

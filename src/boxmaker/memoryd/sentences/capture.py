@@ -106,3 +106,8 @@ def superseded(old: str, new: str, subject: str) -> str:
 def status_set(ident: str, prior: str, status: str) -> str:
     """A status change was recorded."""
     return f"{ident} is now {status} (was {prior})"
+
+
+def items_older(count: int) -> str:
+    """The first line of a listing cut to the newest items (``bxctl memory items --limit``)."""
+    return f"(older items not shown: {count:,}; --limit 0 lists every one)"

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import msgspec
 
-from boxmaker.memoryd.items.projections import read_page
 from boxmaker.memoryd.memory import Memory, excluded
 from boxmaker.memoryd.sentences import Refusal, unavailable
 from boxmaker.memoryd.tool.action import Action
@@ -46,12 +45,13 @@ def _parse(call: Call) -> IndexArgs | TopicArgs | Refusal:
 
 def _apply(memory: Memory, call: Call, args: IndexArgs | TopicArgs) -> ToolResponse:
     try:
-        items, hidden = memory.items.items().values(), excluded(memory)
+        memory.items.current()
+        excluded(memory)
     except OSError as exc:
         return refuse(call, unavailable(f"items.jsonl cannot be read ({exc})", "nothing to show"))
-    page = read_page(items, hidden, args.topic if isinstance(args, TopicArgs) else None)
-    if isinstance(page, Refusal):
-        return refuse(call, page)
+    page = memory.pages.topic_named(args.topic) if isinstance(args, TopicArgs) else memory.pages.page(None)
+    if page is None or isinstance(page, Refusal):
+        return refuse(call, page or unavailable("the index page cannot be made", "nothing to show"))
     return ToolResponse(call.call_id, page.text, "ok", page.label)
 
 

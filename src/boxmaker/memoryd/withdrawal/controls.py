@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
@@ -53,10 +54,13 @@ class Controls:
 
     Args:
         memory_dir: the home's ``memory/`` folder.
+        items: the home's item store (`live.ItemStore.items`), so a change does not fold the log again;
+            None: items.jsonl is read and folded when asked (a folder memoryd does not serve).
     """
 
-    def __init__(self, memory_dir: Path) -> None:
+    def __init__(self, memory_dir: Path, items: Callable[[], Mapping[str, Item]] | None = None) -> None:
         self.memory_dir = memory_dir
+        self._items = items
         self.path = memory_dir / CONTROLS_FILE
         self._lock = threading.Lock()
         self._loaded: tuple[Stat, Loaded] | None = None
@@ -87,8 +91,10 @@ class Controls:
         """The id the next control event of `day` gets (survives restarts: counted over the file)."""
         return withdrawal_id(day, next_number(self.load().records, day))
 
-    def items(self) -> dict[str, Item]:
+    def items(self) -> Mapping[str, Item]:
         """The item store's fold (items.jsonl; empty when it does not exist)."""
+        if self._items is not None:
+            return self._items()
         return fold(read_events(self.memory_dir / ITEMS_FILE))
 
     def notes(self) -> list[Note]:

@@ -9,7 +9,7 @@ keep each item out, and `withdrawn_entries` the identity entries that leave the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -102,7 +102,7 @@ class Exclusion:
         return self.record(match.group(1), int(match.group(2)), int(match.group(3)) + 1)
 
 
-def from_chains(chains: Iterable[Chain], items: dict[str, Item], notes: Sequence[Note]) -> Exclusion:
+def from_chains(chains: Iterable[Chain], items: Mapping[str, Item], notes: Sequence[Note]) -> Exclusion:
     """The exclusion of every excluded chain, expanded over `items` and `notes`."""
     ids: set[str] = set()
     sessions: set[str] = set()
@@ -136,7 +136,7 @@ def from_chains(chains: Iterable[Chain], items: dict[str, Item], notes: Sequence
 
 
 def withdrawn_by(
-    chains: Iterable[Chain], items: dict[str, Item], notes: Sequence[Note]
+    chains: Iterable[Chain], items: Mapping[str, Item], notes: Sequence[Note]
 ) -> dict[str, list[str]]:
     """For each withdrawn item, the ids of the control events that keep it excluded: each excluded
     scope's controlling event (its heads, when conflicting) whose scope selects the item."""

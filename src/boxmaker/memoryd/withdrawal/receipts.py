@@ -28,7 +28,7 @@ import datetime as dt
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,7 +257,7 @@ class Withdrawals:
         return next((c for c in self.controls.chains() if same_scope(c.scope, scope)), None)
 
     def _captured(
-        self, scope: Scope, items: dict[str, Any], noted: set[str]
+        self, scope: Scope, items: Mapping[str, Any], noted: set[str]
     ) -> tuple[Scope, tuple[str, ...]]:
         """The part of `scope` that entered Memory, and the selectors that did not."""
         live = {i.id: i for i in items.values() if not i.erased}

@@ -33,14 +33,15 @@ content never changes a trusted item (``refused:tainted``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from boxmaker.memoryd import sentences
 from boxmaker.memoryd.files.journal import Append, Change, Reserved, encode_line
 from boxmaker.memoryd.files.names import ITEMS_FILE
+from boxmaker.memoryd.items.live import Fold
 from boxmaker.memoryd.items.projections import Excluded, nothing_excluded, slugify
-from boxmaker.memoryd.items.store import Item, active_by_subject, is_item_id, label_of, merge_source
+from boxmaker.memoryd.items.store import Item, is_item_id, label_of, merge_source
 from boxmaker.memoryd.sentences import Refusal, capture, dream, review
 from boxmaker.memoryd.write.actions import check_field
 from boxmaker.memoryd.write.answer import Answer, Caller
@@ -84,8 +85,8 @@ def supersede(
         if not is_item_id(value):
             return Answer.refused(capture.item_id_invalid(value))
     with writer.lock:
-        items = writer.items.items()
-        decided = _visible(items, (old, new), excluded) or _decide_supersede(items, old, new, by)
+        fold = writer.items.latest()
+        decided = _visible(fold.items, (old, new), excluded) or _decide_supersede(fold, old, new, by)
         if isinstance(decided, Refusal):
             return Answer.refused(decided)
         prior, current = decided
@@ -96,7 +97,8 @@ def supersede(
     return Answer(capture.superseded(old, new, subject), sentences.OK, str(line["id"]))
 
 
-def _decide_supersede(items: dict[str, Item], old: str, new: str, by: Caller) -> tuple[Item, Item] | Refusal:
+def _decide_supersede(fold: Fold, old: str, new: str, by: Caller) -> tuple[Item, Item] | Refusal:
+    items = fold.items
     for value in (old, new):
         found = items.get(value)
         if found is None or found.erased:
@@ -111,8 +113,7 @@ def _decide_supersede(items: dict[str, Item], old: str, new: str, by: Caller) ->
     for item in (prior, current):
         if item.status != "active":
             return capture.supersede_status(item.id, item.status)
-    order = list(items)
-    if order.index(new) < order.index(old):
+    if fold.position(new) < fold.position(old):
         return capture.supersede_order(old, new)
     if prior.trusted and (not current.trusted or by.label.untrusted):
         return capture.supersede_tainted(old, new)
@@ -137,7 +138,7 @@ def set_status(
     if status in OWNER_ONLY and not by.owner:
         return Answer.refused(capture.status_denied(status))
     with writer.lock:
-        item = writer.items.get(ident)
+        item = writer.items.latest().items.get(ident)
         if item is None or item.erased:
             return Answer.refused(capture.item_not_found(ident))
         refused = _touchable(item, by, excluded)
@@ -196,9 +197,9 @@ def reconcile(writer: Writer, subject: str, keep: str, by: Caller) -> Answer:
     if not by.owner:
         return Answer.refused(review.RECONCILE_DENIED)
     with writer.lock:
-        items = writer.items.items()
-        active = active_by_subject(items.values()).get(subject, [])
-        kept = items.get(keep)
+        fold = writer.items.latest()
+        active = fold.active_of(subject)
+        kept = fold.items.get(keep)
         if kept is None or kept.erased:
             return Answer.refused(capture.item_not_found(keep))
         if kept not in active:
@@ -222,7 +223,7 @@ def reconcile(writer: Writer, subject: str, keep: str, by: Caller) -> Answer:
     return Answer(review.reconciled(subject, keep, ids), sentences.OK, str(line["id"]))
 
 
-def _visible(items: dict[str, Item], idents: Sequence[str], excluded: Excluded) -> Refusal | None:
+def _visible(items: Mapping[str, Item], idents: Sequence[str], excluded: Excluded) -> Refusal | None:
     """``refused:withdrawn`` for the first of `idents` that is withdrawn (unknown ids pass here)."""
     for ident in idents:
         found = items.get(ident)
@@ -240,7 +241,7 @@ def _touchable(item: Item, by: Caller, excluded: Excluded) -> Refusal | None:
     return None
 
 
-def _known(items: dict[str, Item], ident: str, by: Caller, excluded: Excluded) -> Item | Refusal:
+def _known(items: Mapping[str, Item], ident: str, by: Caller, excluded: Excluded) -> Item | Refusal:
     if not is_item_id(ident):
         return capture.item_id_invalid(ident)
     item = items.get(ident)
@@ -267,7 +268,7 @@ def cool(writer: Writer, ident: str, by: Caller, excluded: Excluded = nothing_ex
         OSError: when the item log cannot be read or the commit cannot be written.
     """
     with writer.lock:
-        item = _known(writer.items.items(), ident, by, excluded)
+        item = _known(writer.items.latest().items, ident, by, excluded)
         if isinstance(item, Refusal):
             return Answer.refused(item)
         if item.kind != "knowledge":
@@ -288,7 +289,7 @@ def warm(writer: Writer, ident: str, by: Caller, excluded: Excluded = nothing_ex
         OSError: when the item log cannot be read or the commit cannot be written.
     """
     with writer.lock:
-        item = _known(writer.items.items(), ident, by, excluded)
+        item = _known(writer.items.latest().items, ident, by, excluded)
         if isinstance(item, Refusal):
             return Answer.refused(item)
         if not item.cooled:
@@ -331,7 +332,7 @@ def assign(
     if not name:
         return Answer.refused(dream.topic_invalid(topic))
     with writer.lock:
-        item = _known(writer.items.items(), ident, by, excluded)
+        item = _known(writer.items.latest().items, ident, by, excluded)
         if isinstance(item, Refusal):
             return Answer.refused(item)
         edit = _one_event(writer, by, "assign", {"id": ident, "topic": name, "triggers": list(triggers)})
@@ -363,7 +364,7 @@ def merge(
             return Answer.refused(capture.item_id_invalid(ident))
 
     def plan(
-        items: dict[str, Item], new: str, time: str, edit: str
+        items: Mapping[str, Item], new: str, time: str, edit: str
     ) -> tuple[Label, list[dict[str, Any]], str] | Refusal:
         found: list[Item] = []
         for ident in wanted:

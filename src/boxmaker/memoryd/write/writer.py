@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +41,11 @@ from boxmaker.memoryd.files.entries import (
 from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, encode_line
 from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note as NoteEntry
+from boxmaker.memoryd.files.notes import count as count_notes
 from boxmaker.memoryd.files.notes import header_time, render, render_header
-from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import IdentityFile, Store
-from boxmaker.memoryd.items.store import Item, ItemStore, capture_event
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.store import Item, capture_event
 from boxmaker.memoryd.sentences import OK, Refusal, identity
 from boxmaker.memoryd.write import staged
 from boxmaker.memoryd.write.actions import (
@@ -67,7 +68,7 @@ UNDOABLE: dict[str, FileSpec] = {**BY_NAME, CONVENTIONS.name: CONVENTIONS}
 
 
 #: A capture's plan (`Writer.note`): (fold, new id, time, edit id) → (label, events after, sentence).
-Plan = Callable[[dict[str, Item], str, str, str], "tuple[Label, list[dict[str, Any]], str] | Refusal"]
+Plan = Callable[[Mapping[str, Item], str, str, str], "tuple[Label, list[dict[str, Any]], str] | Refusal"]
 
 
 class Writer:
@@ -117,7 +118,8 @@ class Writer:
 
     def _count_notes(self) -> None:
         """How many notes notes.md holds (their positions continue from there)."""
-        self._notes = len(parse_notes(self.store.read_notes()))
+        counted = self.store.count_notes()
+        self._notes = count_notes(self.store.read_notes()) if counted is None else counted
         self._notes_seen = _stat(self.store.notes_path)
 
     def _next_position(self) -> int:
@@ -195,7 +197,7 @@ class Writer:
             label, said = caller.label, ""
             after: list[dict[str, Any]] = []
             if plan is not None:
-                decided = plan(self.items.items(), ident, reserved.time, reserved.id)
+                decided = plan(self.items.latest().items, ident, reserved.time, reserved.id)
                 if isinstance(decided, Refusal):
                     return Answer.refused(decided)
                 label, after, said = decided

@@ -1,0 +1,549 @@
+"""index.md and topics/ kept equal to a full render, one change at a time (seed 003 sections 10-11;
+DESIGN 8; issue 16).
+
+`projections.render` makes every page from every item; at 100,000 items that is seconds per note. `Pages`
+keeps what the pages are made of (each topic's items, its triggers and labels counted, the newest hot
+items, the pending-cleanup items) and is told of every change by the item store (`ItemStore.listeners`):
+only the topics a change touched are rendered again, with index.md, and written where their bytes
+changed. The bytes are always those `projections.render` would give for the same items and controls.
+
+When a page is written:
+
+- after every commit (`flush`, the journal's listener), a touched topic page of at most `SYNC_ITEMS`
+  items and index.md, before the answer goes back;
+- a larger topic page (an import of thousands of notes without a scope: the ``lessons`` topic) on a
+  background thread, at most once per `DEBOUNCE` seconds while writes go on (and never more than a
+  fifth of the time: `BACKGROUND_SHARE`); the `memory` tool's
+  ``index`` and ``topic`` actions never read the files (`page`), so no reader of memoryd sees an old page.
+
+The mark (``memory/.projections.json``, `PAGES_MARK`): once every page is written, the item log's
+identity and the offset through which the pages show it, and the controls' size and mtime. At start
+(`open`) the log is folded up to that offset, the lines after it are folded as changes, and the pages they
+touch are rendered: a crash between a commit and its pages (kill -9) leaves pages equal to a full render
+after the restart. A missing or unusable mark, or controls changed since, renders every page. The mark
+holds numbers only and is written without fsync: a mark that did not reach the disk is older, which only
+renders more.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from boxmaker.memoryd.files.names import INDEX_FILE, PAGES_MARK, TOPICS_DIR
+from boxmaker.memoryd.items.live import Change, ItemStore
+from boxmaker.memoryd.items.projections import (
+    FALLBACK_TOPIC,
+    FALLBACK_TRIGGER,
+    MAX_PENDING,
+    MAX_TOPICS,
+    RECENT,
+    Page,
+    index_text,
+    topic_chunks,
+    topic_of,
+    topic_page,
+)
+from boxmaker.memoryd.items.store import Item
+from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.sentences import files as files_sentences
+from boxmaker.proto import fsio
+from boxmaker.proto.labels import DataClass, Label
+
+log = logging.getLogger("boxmaker.memoryd.projections")
+
+T = TypeVar("T")
+
+#: A topic page of more items than this is written on the background thread.
+SYNC_ITEMS = 2000
+#: The background thread waits this long (seconds) after a change before it writes, so a burst of
+#: writes costs one page write.
+DEBOUNCE = 0.5
+#: After writing large pages for S seconds the background writer waits at least this many times S,
+#: so it takes a small share of the CPU while notes stream in.
+BACKGROUND_SHARE = 4
+#: The background writer pauses this long (seconds) after each 64 KB of a large page, so the GIL goes
+#: to the threads answering requests (without it a note waited behind the render: p99 over 100 ms).
+PACE = 0.001
+#: How many of the newest hot items are kept at hand for index.md's recent activity.
+KEPT_RECENT = 4 * RECENT
+
+
+class Withheld(Protocol):
+    """What is withdrawn now (`withdrawal.exclusion.Exclusion`): compared by value, asked per item."""
+
+    def item(self, item: Item) -> bool: ...
+
+
+class _NotYet:
+    """What `Pages` holds before it first asks what is withdrawn (equal to nothing it is given)."""
+
+    def item(self, item: Item) -> bool:
+        del item
+        return False
+
+
+_NOT_YET = _NotYet()
+
+
+class _Hidden:
+    """The ids a page's pointer may not name: unknown, erased or withdrawn items."""
+
+    def __init__(self, items: dict[str, Item], withheld: Withheld) -> None:
+        self.items = items
+        self.withheld = withheld
+
+    def __contains__(self, ident: object) -> bool:
+        item = self.items.get(ident) if isinstance(ident, str) else None
+        return item is None or item.erased or self.withheld.item(item)
+
+
+def _values(item: Item) -> set[str]:
+    return {value for value in (item.scope, item.subject, *item.triggers) if value}
+
+
+def _hot_key(item: Item) -> tuple[str, str] | None:
+    return None if item.cooled or item.merged_into is not None else (item.time, item.id)
+
+
+def _less(counts: Counter[T], values: Iterable[T]) -> None:
+    """Take one of each of `values` from `counts`, dropping the ones that reach 0."""
+    for value in values:
+        counts[value] -= 1
+        if counts[value] <= 0:
+            del counts[value]
+
+
+def _strictest(labels: Iterable[Label]) -> Label:
+    label = Label(DataClass.PRIVATE, False)
+    for found in labels:
+        label = label.stricter(found)
+    return label
+
+
+class Pages:
+    """The projections of one home, kept up to date (module docstring). Thread-safe.
+
+    Args:
+        memory_dir: the home's ``memory/``.
+        items: the home's item store (this registers itself as its listener).
+        withheld: what is withdrawn now (`Controls.exclusion`).
+        controls: controls.jsonl, whose size and mtime the mark records.
+    """
+
+    def __init__(
+        self, memory_dir: Path, items: ItemStore, withheld: Callable[[], Withheld], controls: Path
+    ) -> None:
+        self.memory_dir = memory_dir
+        self.items = items
+        self.withheld = withheld
+        self.controls = controls
+        self._mutex = threading.RLock()
+        self._wake = threading.Condition(self._mutex)
+        self._current: Withheld = _NOT_YET
+        self._withholding = False  # something is withdrawn now
+        self._members: dict[str, dict[str, None]] = {}
+        self._unsorted: set[str] = set()
+        self._triggers: dict[str, Counter[str]] = {}
+        self._labels: dict[str, Counter[Label]] = {}
+        self._summaries: dict[str, tuple[list[str], Label]] = {}  # index.md's Topic Map, per topic
+        self._recent: list[tuple[str, str]] = []  # ascending; the newest KEPT_RECENT hot keys
+        self._complete = True  # _recent holds every hot key
+        self._pending: dict[str, None] = {}
+        self._pointing: dict[str, set[str]] = {}
+        self._dirty: set[str] = set()
+        self._deferred: set[str] = set()
+        self._writing = 0
+        self._index = ""
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        #: Page writes done (topic pages and index.md), for the benchmark and tests.
+        self.written = 0
+
+    # Start and stop -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Fold the log up to the mark, take the lines after it as changes, write the pages they
+        touch (every page without a usable mark), and start the background writer.
+
+        Raises:
+            OSError: when the log cannot be read (the pages are then written at the next change).
+        """
+        for leftover in (self.memory_dir / TOPICS_DIR).glob(".*.tmp-*"):  # a write a crash interrupted
+            leftover.unlink(missing_ok=True)
+        mark = self._read_mark()
+        self.items.refold(upto=mark)
+        with self._mutex:
+            self._rebuild(everything=mark is None)
+            self.items.listeners.append(self.changed)
+        self.items.follow()
+        self.flush()
+        self._thread = threading.Thread(target=self._background, name="projections", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Write what the background writer still holds, then stop it."""
+        with self._mutex:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._write_deferred()
+
+    # Keeping the parts up to date ----------------------------------------------------------------
+
+    def changed(self, changes: list[Change] | None) -> None:
+        """The item store's listener: `changes` (before, after), or None after a whole refold."""
+        with self._mutex:
+            if changes is None:
+                self._rebuild(everything=True)
+                return
+            if self._check_controls():
+                return
+            for old, new in changes:
+                self._move(old, new)
+
+    def _check_controls(self) -> bool:
+        """Count the parts again when what is withdrawn changed since; True when it had."""
+        if self.withheld() == self._current:
+            return False
+        self._rebuild(everything=False)
+        return True
+
+    def _rebuild(self, everything: bool) -> None:
+        """Count every part again from the fold (at start, after a refold: every page is written; after
+        the controls changed: the pages whose items, or whose pointers' targets, were withdrawn or
+        reinstated)."""
+        before = {name: set(members) for name, members in self._members.items()}
+        self._current = self.withheld()
+        self._withholding = bool(self._current)
+        self._members, self._triggers, self._labels, self._summaries = {}, {}, {}, {}
+        self._unsorted.clear()
+        self._pending, self._pointing = {}, {}
+        for item in self.items.folded.items.values():
+            self._move(None, item, quiet=True)
+        self._rescan_recent()
+        self._dirty.add(INDEX_FILE)
+        if everything:
+            self._dirty |= set(before) | set(self._members)
+            return
+        after = {name: set(members) for name, members in self._members.items()}
+        self._dirty |= {name for name in set(before) | set(after) if before.get(name) != after.get(name)}
+        moved = set().union(*before.values()) ^ set().union(*after.values())
+        fold = self.items.folded
+        for target in moved:
+            for ident in self._pointing.get(target, ()):
+                pointer = fold.items.get(ident)
+                if pointer is not None and self._visible(pointer):
+                    self._dirty.add(topic_of(pointer))
+
+    def _visible(self, item: Item | None) -> bool:
+        return item is not None and not item.erased and not (self._withholding and self._current.item(item))
+
+    def _move(self, old: Item | None, new: Item, quiet: bool = False) -> None:
+        was, now = self._visible(old), self._visible(new)
+        if old is not None and old.superseded_by:
+            self._pointing.get(old.superseded_by, set()).discard(old.id)
+        if new.superseded_by:
+            self._pointing.setdefault(new.superseded_by, set()).add(new.id)
+        if was and old is not None:
+            self._leave(old, stays=now and topic_of(old) == topic_of(new))
+        if now:
+            self._enter(new)
+        if not quiet:
+            self._dirty.add(INDEX_FILE)
+            self._dirty.update(topic_of(i) for i in (old, new) if i is not None and self._visible(i))
+            if was != now:  # pages that point at it now say (withdrawn), or its id again
+                for ident in self._pointing.get(new.id, ()):
+                    pointer = self.items.folded.items.get(ident)
+                    if pointer is not None and self._visible(pointer):
+                        self._dirty.add(topic_of(pointer))
+
+    def _leave(self, item: Item, stays: bool) -> None:
+        topic = topic_of(item)
+        members = self._members[topic]
+        if not stays:
+            members.pop(item.id, None)
+        self._summaries.pop(topic, None)
+        if members:
+            _less(self._triggers[topic], _values(item))
+            _less(self._labels[topic], (item.label,))
+        else:
+            del self._members[topic], self._triggers[topic], self._labels[topic]
+            self._unsorted.discard(topic)
+        self._pending.pop(item.id, None)
+        key = _hot_key(item)
+        if key is not None:
+            at = bisect.bisect_left(self._recent, key)
+            if at < len(self._recent) and self._recent[at] == key:
+                del self._recent[at]
+                if len(self._recent) < RECENT and not self._complete:
+                    self._rescan_recent()
+
+    def _enter(self, item: Item) -> None:
+        topic = topic_of(item)
+        members = self._members.setdefault(topic, {})
+        if item.id not in members:
+            fold = self.items.folded
+            if members and fold.position(item.id) < fold.position(next(reversed(members))):
+                self._unsorted.add(topic)
+            members[item.id] = None
+        self._summaries.pop(topic, None)
+        triggers = self._triggers.get(topic)
+        if triggers is None:
+            triggers = self._triggers[topic] = Counter()
+            self._labels[topic] = Counter()
+        values = _values(item)
+        if values:
+            triggers.update(values)
+        self._labels[topic][item.label] += 1
+        if item.status == "pending-cleanup" and item.merged_into is None:
+            self._pending[item.id] = None
+        key = _hot_key(item)
+        if key is not None and (len(self._recent) < KEPT_RECENT or key > self._recent[0]):
+            bisect.insort(self._recent, key)
+            if len(self._recent) > KEPT_RECENT:
+                del self._recent[0]
+                self._complete = False
+
+    def _rescan_recent(self) -> None:
+        keys = []
+        for item in self.items.folded.items.values():
+            key = _hot_key(item)
+            if key is not None and self._visible(item):
+                keys.append(key)
+        keys.sort()
+        self._complete = len(keys) <= KEPT_RECENT
+        self._recent = keys[-KEPT_RECENT:]
+
+    # Rendering -----------------------------------------------------------------------------------
+
+    def page(self, topic: str | None) -> Page | None:
+        """index.md (`topic` None) or a topic page as it is now, or None for an unknown topic."""
+        with self._mutex:
+            self._check_controls()
+            if topic is not None:
+                return self._topic(topic)
+            text = self._index_text()
+            label = _strictest(label for counts in self._labels.values() for label in counts)
+            return Page(text, label, ())
+
+    def topic_named(self, topic: str) -> Page | Refusal:
+        """The topic page the `memory` tool's ``topic`` action names (``topics/`` and ``.md`` may be
+        given or not), or ``refused:not-found`` naming the known topics."""
+        name = topic.removeprefix(f"{TOPICS_DIR}/").removesuffix(".md")
+        page = self.page(name)
+        return files_sentences.unknown_topic(topic, self.topics()) if page is None else page
+
+    def topics(self) -> list[str]:
+        """The topics that have a page now."""
+        with self._mutex:
+            return sorted(self._members)
+
+    def _topic(self, name: str) -> Page | None:
+        parts = self._parts(name)
+        return None if parts is None else topic_page(name, *parts())
+
+    def _parts(self, name: str) -> Callable[[], tuple[list[Item], _Hidden]] | None:
+        """What a topic page is made of, taken under the mutex; rendering it (from what the returned
+        call gives) needs no lock, so a large page is rendered while writes go on (its later changes
+        mark it again)."""
+        members = self._members.get(name)
+        if not members:
+            return None
+        ids, unsorted = list(members), name in self._unsorted
+        fold, hidden = self.items.folded, _Hidden(self.items.folded.items, self._current)
+
+        def parts() -> tuple[list[Item], _Hidden]:
+            if unsorted:
+                ids.sort(key=fold.position)
+            return [fold.items[i] for i in ids], hidden
+
+        return parts
+
+    def _index_text(self) -> str:
+        fold = self.items.folded
+        recent = [fold.items[ident] for _, ident in reversed(self._recent[-RECENT:])]
+        names = sorted(self._members)
+        topics = []
+        for name in names[:MAX_TOPICS]:
+            summary = self._summaries.get(name)
+            if summary is None:
+                triggers = sorted(self._triggers[name]) or [
+                    FALLBACK_TRIGGER if name == FALLBACK_TOPIC else name.replace("-", " ")
+                ]
+                summary = self._summaries[name] = (triggers, _strictest(self._labels[name]))
+            topics.append((name, *summary))
+        pending = sorted(self._pending, key=fold.position)
+        shown = [fold.items[i] for i in pending[:MAX_PENDING]]
+        hidden = _Hidden(fold.items, self._current)
+        return index_text(
+            recent, topics, topic_count=len(names), pending=shown, pending_count=len(pending), hidden=hidden
+        )
+
+    # Writing ---------------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write index.md and the touched topic pages of at most `SYNC_ITEMS` items now; hand the
+        larger ones to the background writer (the journal's listener, after every commit). A failure
+        is logged: the pages are written again at the next change and at start."""
+        with self._mutex:
+            self._check_controls()
+            taken, self._dirty = self._dirty, set()
+            now: dict[str, Page | None] = {}
+            for name in sorted(taken):
+                if name == INDEX_FILE:
+                    continue
+                if len(self._members.get(name, ())) > SYNC_ITEMS:
+                    self._deferred.add(name)
+                    self._wake.notify_all()
+                else:
+                    now[name] = self._topic(name)
+            index = self._index_text() if INDEX_FILE in taken else None
+            self._writing += 1
+        try:
+            self._write(now, index)
+        finally:
+            self._done()
+
+    def _write(self, pages: dict[str, Page | None], index: str | None) -> None:
+        try:
+            folder = self.memory_dir / TOPICS_DIR
+            fsio.ensure_dir(folder)
+            for name, page in pages.items():
+                path = folder / f"{name}.md"
+                if page is None:
+                    if path.exists():
+                        path.unlink()
+                        self.written += 1
+                else:
+                    self._put(path, page.text)
+            if index is not None and index != self._index:
+                self._put(self.memory_dir / INDEX_FILE, index)
+                self._index = index
+        except OSError as exc:
+            log.error("cannot write memory/index.md or memory/topics/: %s", exc)
+            with self._mutex:
+                self._dirty |= {*pages, INDEX_FILE}
+                self._index = ""
+
+    def _put(self, path: Path, text: str) -> None:
+        data = text.encode("utf-8")
+        try:
+            same = path.stat().st_size == len(data) and path.read_bytes() == data
+        except FileNotFoundError:
+            same = False
+        if not same:
+            fsio.atomic_write(path, data)
+            self.written += 1
+
+    def _done(self) -> None:
+        """One write finished: once nothing is dirty, deferred or being written, write the mark."""
+        with self._mutex:
+            self._writing -= 1
+            self._wake.notify_all()
+            if self._writing or self._dirty or self._deferred:
+                return
+            offset, identity = self.items.position()
+            controls = _stat(self.controls)
+        mark = {"items": [*identity[:2], offset] if identity else None, "controls": controls}
+        path = self.memory_dir / PAGES_MARK
+        temporary = path.with_name(f"{path.name}.tmp")
+        try:
+            temporary.write_bytes(json.dumps(mark).encode("ascii"))
+            os.replace(temporary, path)
+        except OSError as exc:
+            log.warning("cannot write %s: %s", path, exc)
+
+    def _read_mark(self) -> int | None:
+        """The offset the pages show the log through, when the mark fits the files as they are."""
+        try:
+            mark = json.loads((self.memory_dir / PAGES_MARK).read_bytes())
+            dev, ino, offset = mark["items"]
+            info = self.items.path.stat()
+            controls = mark["controls"]
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        if (info.st_dev, info.st_ino) != (dev, ino) or not 0 <= offset <= info.st_size:
+            return None
+        if (list(controls) if controls is not None else None) != _stat(self.controls):
+            return None
+        return int(offset)
+
+    def settle(self) -> None:
+        """Write what the background writer holds now, and wait until no page write is under way
+        (tests, the benchmark)."""
+        self._write_deferred()
+        with self._mutex:
+            self._wake.wait_for(lambda: not self._writing and not self._deferred, timeout=60)
+
+    def _background(self) -> None:
+        pause = DEBOUNCE
+        while True:
+            with self._mutex:
+                self._wake.wait_for(lambda: self._deferred or self._stopping)
+                if self._stopping:
+                    return
+            time.sleep(pause)
+            started = time.monotonic()
+            self._write_deferred()
+            pause = max(DEBOUNCE, BACKGROUND_SHARE * (time.monotonic() - started))
+
+    def _write_deferred(self) -> None:
+        """Write the large pages handed over, each streamed to its file (never held whole)."""
+        with self._mutex:
+            taken, self._deferred = self._deferred, set()
+            if not taken:
+                return
+            self._writing += 1
+        try:
+            for name in sorted(taken):
+                with self._mutex:
+                    parts = self._parts(name)
+                path = self.memory_dir / TOPICS_DIR / f"{name}.md"
+                try:
+                    if parts is None:
+                        path.unlink(missing_ok=True)
+                    else:
+                        found, hidden = parts()
+                        chunks = topic_chunks(name, found, hidden)
+                        fsio.atomic_write_chunks(path, _batched(chunks))
+                    self.written += 1
+                except OSError as exc:
+                    log.error("cannot write %s: %s", path, exc)
+                    with self._mutex:
+                        self._deferred.add(name)
+        finally:
+            self._done()
+
+
+def _batched(lines: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
+    """Lines joined into pieces of about `size` characters, encoded."""
+    batch: list[str] = []
+    held = 0
+    for line in lines:
+        batch.append(line)
+        held += len(line)
+        if held >= size:
+            yield "".join(batch).encode("utf-8")
+            batch, held = [], 0
+            time.sleep(PACE)  # let a request's thread run: a large page is background work
+    if batch:
+        yield "".join(batch).encode("utf-8")
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return [info.st_size, info.st_mtime_ns]

@@ -1,0 +1,210 @@
+"""index.md and topics/ written one change at a time equal a full render (issue 16; seed 003 sections
+10-11): after every kind of item change and withdrawal, with large topics written in the background,
+and after a crash between a commit and its pages (in-process at the exact point, and real memoryd
+processes killed with SIGKILL while notes are written)."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from item_helpers import archive, capture, set_status, supersede, withdraw
+
+from boxmaker.memoryd.config import load
+from boxmaker.memoryd.files.names import PAGES_MARK
+from boxmaker.memoryd.items import pages as pages_module
+from boxmaker.memoryd.items import projections
+from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.memory import excluded
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.memoryd.write import itemops
+from boxmaker.memoryd.write.answer import OWNER
+from boxmaker.proto import wire
+from boxmaker.proto.errors import PeerError
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
+from conftest import Clock, spawn_memoryd, stop, wait_until_answers
+
+
+def on_disk(memory_dir: Path) -> dict[str, str]:
+    found = {"index.md": (memory_dir / "index.md").read_text()}
+    for path in sorted((memory_dir / "topics").glob("*.md")):
+        found[f"topics/{path.name}"] = path.read_text()
+    return found
+
+
+def full_render(memory_dir: Path, service: Memoryd | None = None) -> dict[str, str]:
+    if service is not None:
+        every, hidden = service.memory.items.items().values(), excluded(service.memory)
+    else:
+        from boxmaker.memoryd.service import withdrawn_items
+
+        every, hidden = ItemStore(memory_dir).items().values(), withdrawn_items(memory_dir)
+    rendered = projections.render(every, hidden)
+    found = {"index.md": rendered.index.text}
+    found.update({f"topics/{name}.md": page.text for name, page in rendered.topics.items()})
+    return found
+
+
+def settled(service: Memoryd) -> dict[str, str]:
+    service.memory.pages.settle()
+    return on_disk(service.config.layout.memory)
+
+
+@pytest.mark.parametrize("sync_items", [2000, 2])
+def test_every_change_leaves_pages_equal_to_a_full_render(
+    service: Memoryd, clock: Clock, monkeypatch: pytest.MonkeyPatch, sync_items: int
+) -> None:
+    monkeypatch.setattr(pages_module, "SYNC_ITEMS", sync_items)  # 2: most topics in the background
+    memory_dir = service.config.layout.memory
+    writer = service.memory.writer
+    steps = []
+
+    def check(what: str) -> None:
+        steps.append(what)
+        got, want = settled(service), full_render(memory_dir, service)
+        if got != want:
+            import difflib
+
+            for key in sorted(set(got) | set(want)):
+                print(
+                    key,
+                    "\n".join(
+                        difflib.unified_diff(
+                            want.get(key, "").splitlines(), got.get(key, "").splitlines(), lineterm=""
+                        )
+                    ),
+                )
+        assert got == want, steps
+
+    old = capture(service, "Staging is 10.0.0.7.", kind="state", subject="host:staging-ip")
+    check("capture state")
+    for n in range(5):
+        capture(service, f"Lesson {n}: small commits review faster.", untrusted=n == 3)
+    check("captures")
+    clock.advance(days=1)
+    new = capture(service, "Staging is 10.0.0.9.", kind="state", subject="host:staging-ip")
+    third = capture(service, "Staging is 10.0.0.11.", kind="state", subject="host:staging-ip", scope="Infra")
+    check("conflict")
+    supersede(service, old, new)
+    check("supersede")
+    pitfall = capture(service, "kubectl times out behind the VPN.", scope="Operational Pitfalls")
+    set_status(service, pitfall, "pending-cleanup")
+    check("pending-cleanup")
+    knowledge = [capture(service, f"Knowledge {n}") for n in range(3)]
+    assert itemops.cool(writer, knowledge[0], OWNER).code == "ok"
+    check("cool")
+    assert itemops.warm(writer, knowledge[0], OWNER).code == "ok"
+    assert itemops.assign(writer, knowledge[1], "Deploys", ["release day"], OWNER).code == "ok"
+    check("assign")
+    assert itemops.assign(writer, knowledge[1], "lessons", [], OWNER).code == "ok"
+    check("assign back")
+    assert itemops.merge(writer, knowledge, "Knowledge, merged.", OWNER).code == "ok"
+    check("merge")
+    withdraw(service, new)
+    check("withdraw the item a superseded one points at")
+    withdraw(service, third, number=2)
+    check("withdraw another")
+    clock.advance(days=2)
+    archive(service)
+    check("archive")
+    for n in range(4):
+        capture(service, f"After the archive {n}", scope="Infra")
+    check("more captures")
+    mark = json.loads((memory_dir / PAGES_MARK).read_text())
+    assert mark["items"][2] == (memory_dir / "items.jsonl").stat().st_size
+
+
+def test_a_crash_between_the_commit_and_its_pages_is_rendered_at_start(home: Path, clock: Clock) -> None:
+    config = load(None, str(home))
+    first = Memoryd(config, now=clock.now)
+    first.open()
+    capture(first, "Staging is 10.0.0.7.", kind="state", subject="host:staging-ip")
+    written = on_disk(config.layout.memory)
+    first.memory.journal.listeners.remove(first._after_commit)  # the crash: no page after this commit
+    for n in range(3):
+        capture(first, f"Written, then the process died {n}", scope=f"topic {n % 2}")
+    assert on_disk(config.layout.memory) == written  # the pages do not show them yet
+    first.memory.index.close()  # no close(): nothing else is written, as after kill -9
+    second = Memoryd(config, now=clock.now)
+    second.open()
+    try:
+        assert settled(second) == full_render(config.layout.memory, second)
+        assert on_disk(config.layout.memory) != written
+    finally:
+        second.close()
+        first.memory.pages.close()
+
+
+def test_a_missing_or_foreign_mark_renders_every_page(home: Path, clock: Clock) -> None:
+    config = load(None, str(home))
+    service = Memoryd(config, now=clock.now)
+    service.open()
+    for n in range(3):
+        capture(service, f"Note {n}", scope=f"topic {n}")
+    service.close()
+    memory_dir = config.layout.memory
+    (memory_dir / "topics" / "topic-1.md").write_text("changed by hand\n")
+    (memory_dir / "index.md").unlink()
+    (memory_dir / PAGES_MARK).write_text("not json")
+    again = Memoryd(config, now=clock.now)
+    again.open()
+    try:
+        assert settled(again) == full_render(memory_dir, again)
+    finally:
+        again.close()
+
+
+def broker_note(home: Path, n: int) -> ToolResponse | None:
+    request = ToolRequest(
+        session="chat-pages",
+        call_id=f"c{n}",
+        tool="memory",
+        arguments={"action": "note", "text": f"note {n}", "scope": f"scope {n % 3}"},
+    )
+    try:
+        reply = wire.call(
+            home / "run" / "broker-memory" / "memory.sock",
+            MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False),
+            timeout=10,
+        )
+    except (OSError, PeerError):
+        return None
+    assert isinstance(reply, ToolResponse)
+    return reply
+
+
+def test_kill_9_while_noting_then_restart_leaves_pages_equal_to_a_full_render(home: Path) -> None:
+    rng = random.Random(16)
+    admin = home / "run" / "owner-memory" / "admin.sock"
+    counter = 0
+    for _round in range(3):
+        process = spawn_memoryd(home)
+        wait_until_answers(process, admin)
+        done = threading.Event()
+
+        def writer(done: threading.Event = done) -> None:
+            nonlocal counter
+            while not done.is_set():
+                counter += 1
+                if broker_note(home, counter) is None:
+                    return
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        threading.Event().wait(rng.uniform(0.2, 0.6))
+        stop(process, signal.SIGKILL)
+        done.set()
+        thread.join(timeout=30)
+        process = spawn_memoryd(home)
+        try:
+            wait_until_answers(process, admin)
+            memory_dir = home / "memory"
+            assert on_disk(memory_dir) == full_render(memory_dir)
+        finally:
+            stop(process)
+    assert counter > 10
