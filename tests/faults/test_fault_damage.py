@@ -145,7 +145,7 @@ CASES = [
 
 
 def _snapshot(memory: Path) -> dict[str, bytes]:
-    skip = (".checkpoint.json", ".lock", "index.md", ".intent.json")
+    skip = (".checkpoint.json", ".lock", "index.md", ".intent.json", ".projections.json")  # derived
     return {
         str(p.relative_to(memory)): p.read_bytes()
         for p in sorted(memory.rglob("*"))
