@@ -21,6 +21,7 @@ from boxmaker.memoryd.erase.scope import Holdings
 from boxmaker.memoryd.files.block import Block
 from boxmaker.memoryd.files.checkpoint import Checkpoints
 from boxmaker.memoryd.files.journal import Journal
+from boxmaker.memoryd.files.mcp_sessions import McpSessions
 from boxmaker.memoryd.files.serve import serve
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
@@ -51,6 +52,7 @@ class Memory:
             before the projections, the read path, export and replay show anything.
         checkpoints: the last good state the start-up check verified, and what it found
             (``findings``: the damage standing now).
+        mcp_sessions: each MCP session's label, kept durably (issue 17).
     """
 
     config: Config
@@ -68,6 +70,7 @@ class Memory:
     staging: Staging
     exclusion_for: Callable[[Path], Excluded]
     checkpoints: Checkpoints
+    mcp_sessions: McpSessions
 
 
 def excluded(memory: Memory) -> Excluded:

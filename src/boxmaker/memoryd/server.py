@@ -1,4 +1,5 @@
-"""memoryd's process: the lock, the three sockets, signals (M5a sections 7 and 13; DESIGN 7, 10.1).
+"""memoryd's process: the lock, the four sockets, signals (M5a sections 7 and 13; DESIGN 7, 10.1; the
+MCP servers' socket: issue 17).
 
 Start-up order: check SQLite has FTS5 (and the trigram tokenizer), take the home's lock (a second
 memoryd on the same home fails at once, saying why), create missing files, complete an interrupted
@@ -14,7 +15,7 @@ import threading
 
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.index.index import fts5_problem
-from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, Memoryd
+from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, MCP_KINDS, Memoryd
 from boxmaker.proto import homecheck
 from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
@@ -45,6 +46,7 @@ class Server:
             FrameServer(config.loop_socket, self.service.handle, LOOP_KINDS, limits=config.limits),
             FrameServer(config.broker_socket, self.service.handle, BROKER_KINDS, limits=config.limits),
             FrameServer(config.admin_socket, self.service.handle, ADMIN_KINDS, limits=config.limits),
+            FrameServer(config.mcp_socket, self.service.handle, MCP_KINDS, limits=config.limits),
         ]
 
     def start(self) -> None:

@@ -9,6 +9,8 @@ staging), opens and closes them, and routes each message kind its three sockets 
 | memory_block | loopd | memory_block_reply, or `error` memory-unavailable |
 | session_updated | loopd | ok, once the new records are indexed |
 | memory_call | brokerd | tool_response (`tool.call`; a rule's refusal is a tool_response, never an error) |
+| mcp_call | boxmaker-mcp | tool_response (`tool.mcp.call`, with the peer's uid and pid; issue 17) |
+| mcp_hello | boxmaker-mcp | mcp_hello_reply: the owner's trust in the client, the block (issue 17) |
 | reindex | bxctl | reindexed |
 | memory_admin | bxctl | memory_admin_reply (`admin.handle`) |
 
@@ -36,7 +38,9 @@ from boxmaker.memoryd.dream.staging import Staging
 from boxmaker.memoryd.erase.scope import Holdings
 from boxmaker.memoryd.files.checkpoint import Checkpoints
 from boxmaker.memoryd.files.journal import Journal
-from boxmaker.memoryd.files.names import REPAIR_DIR
+from boxmaker.memoryd.files.mcp_sessions import McpSessions
+from boxmaker.memoryd.files.names import MCP_DIR, REPAIR_DIR
+from boxmaker.memoryd.files.serve import MemoryUnavailable
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
@@ -46,6 +50,7 @@ from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.items.pages import Pages
 from boxmaker.memoryd.items.projections import Excluded
 from boxmaker.memoryd.memory import Memory, block
+from boxmaker.memoryd.tool import mcp as mcp_tool
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
 from boxmaker.memoryd.write.writer import Writer
@@ -53,6 +58,9 @@ from boxmaker.proto.errors import InvalidBody, ProtocolError
 from boxmaker.proto.ids import OWNER_SESSION
 from boxmaker.proto.messages import (
     Body,
+    McpCall,
+    McpHello,
+    McpHelloReply,
     MemoryAdmin,
     MemoryBlock,
     MemoryBlockReply,
@@ -63,6 +71,7 @@ from boxmaker.proto.messages import (
     SessionUpdated,
 )
 from boxmaker.proto.startcheck import Finding, report
+from boxmaker.proto.wire import exchange
 
 log = logging.getLogger("boxmaker.memoryd")
 
@@ -70,6 +79,8 @@ log = logging.getLogger("boxmaker.memoryd")
 LOOP_KINDS = frozenset({"memory_block", "session_updated"})
 BROKER_KINDS = frozenset({"memory_call"})
 ADMIN_KINDS = frozenset({"reindex", "memory_admin"})
+#: The MCP servers' socket (issue 17): their calls, and the block for their resource and instructions.
+MCP_KINDS = frozenset({"mcp_call", "mcp_hello", "memory_block"})
 
 
 def _not_the_owner(kind: str, session: str) -> None:
@@ -145,6 +156,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         staging=Staging(writer, now, config.dream_stage),
         exclusion_for=withdrawn_items,
         checkpoints=checkpoints,
+        mcp_sessions=McpSessions(layout.memory / MCP_DIR),
     )
 
 
@@ -227,6 +239,15 @@ class Memoryd:
         if isinstance(body, MemoryCall):
             _not_the_owner(kind, body.request.session)
             return tool.call(memory, body)
+        if isinstance(body, McpCall):
+            connection = exchange()
+            return mcp_tool.call(memory, body, connection.peer() if connection is not None else None)
+        if isinstance(body, McpHello):
+            try:
+                text = block(memory).text
+            except MemoryUnavailable as exc:
+                return McpHelloReply(memory.config.trust_of(body.client), "", exc.message)
+            return McpHelloReply(memory.config.trust_of(body.client), text)
         if isinstance(body, Reindex):
             memory.items.refold()  # reindex rebuilds everything derived: the fold, the pages, the index
             memory.pages.flush()

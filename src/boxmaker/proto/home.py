@@ -114,6 +114,11 @@ class Layout:
         return self.socket("owner", "memory", "admin.sock")
 
     @property
+    def memory_mcp_socket(self) -> Path:
+        """memoryd's socket for the MCP servers (``boxmaker-mcp``; issue 17): run/mcp-memory/mcp.sock."""
+        return self.socket("mcp", "memory", "mcp.sock")
+
+    @property
     def broker(self) -> Path:
         """brokerd's files: sessions/<id>.json (each session's label) and audit/ (the audit log)."""
         return self.home / "broker"

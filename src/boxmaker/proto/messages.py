@@ -17,13 +17,14 @@ from typing import Annotated, Any, TypeAlias
 import msgspec
 
 from boxmaker.proto.errors import InvalidBody, MalformedMessage, UnknownKind
-from boxmaker.proto.ids import SESSION_ID_PATTERN
+from boxmaker.proto.ids import MCP_CLIENT_PATTERN, SESSION_ID_PATTERN
 from boxmaker.proto.labels import DataClass, Label
 
 SessionIdStr: TypeAlias = Annotated[str, msgspec.Meta(pattern=SESSION_ID_PATTERN)]
 CallId: TypeAlias = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+\Z")]
 ToolName: TypeAlias = Annotated[str, msgspec.Meta(pattern=r"^[a-z_][a-z0-9_]{0,63}\Z")]
 Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
+McpClient: TypeAlias = Annotated[str, msgspec.Meta(pattern=MCP_CLIENT_PATTERN)]
 
 
 class _Body(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -47,6 +48,9 @@ class ToolResponse(_Body, frozen=True):
     output: str
     code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     label: Label | None
+    #: Added (issue 17): the answer to an `mcp_call` carries the MCP session's label after the call (it
+    #: only gets stricter), so the MCP server keeps it and shows it to the host; null elsewhere.
+    session_label: Label | None = None
 
 
 class MemoryCall(_Body, frozen=True):
@@ -55,6 +59,35 @@ class MemoryCall(_Body, frozen=True):
     request: ToolRequest
     taint: DataClass
     untrusted: bool
+
+
+class McpCall(_Body, frozen=True):
+    """`mcp_call` (boxmaker-mcp -> memoryd's MCP socket; added by issue 17): one `recall` or `memory`
+    call of an MCP client's session. `client` names the client (``[a-z0-9-]{1,24}``); `session` is its
+    ``mcp-<client>-<base32>`` id and must equal ``request.session``; `untrusted` is the taint the client
+    declared (it can only make the session's label stricter: memoryd decides the label from the owner's
+    ``[mcp.clients.<name>] trust``, the session's recorded label and this bit)."""
+
+    client: McpClient
+    session: SessionIdStr
+    untrusted: bool
+    request: ToolRequest
+
+
+class McpHello(_Body, frozen=True):
+    """`mcp_hello` (boxmaker-mcp -> memoryd's MCP socket; added by issue 17): what a new MCP server
+    process asks once, for its tool list's annotations and its instructions."""
+
+    client: McpClient
+
+
+class McpHelloReply(_Body, frozen=True):
+    """`mcp_hello_reply`: the owner's trust in the client (``untrusted``, ``declared`` or ``clean``), the
+    memory block a new session gets now, or "" and the sentence saying why it cannot be served."""
+
+    trust: Annotated[str, msgspec.Meta(pattern=r"^(untrusted|declared|clean)\Z")]
+    block: str = ""
+    problem: str = ""
 
 
 class MemoryBlock(_Body, frozen=True):
@@ -200,6 +233,9 @@ Body: TypeAlias = (
     ToolRequest
     | ToolResponse
     | MemoryCall
+    | McpCall
+    | McpHello
+    | McpHelloReply
     | MemoryBlock
     | MemoryBlockReply
     | SessionUpdated
@@ -224,6 +260,9 @@ KINDS: dict[str, type[Body]] = {
     "tool_request": ToolRequest,
     "tool_response": ToolResponse,
     "memory_call": MemoryCall,
+    "mcp_call": McpCall,
+    "mcp_hello": McpHello,
+    "mcp_hello_reply": McpHelloReply,
     "memory_block": MemoryBlock,
     "memory_block_reply": MemoryBlockReply,
     "session_updated": SessionUpdated,

@@ -26,6 +26,7 @@ import select
 import selectors
 import socket
 import stat
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -68,6 +69,15 @@ class Limits:
     idle_s: float = 10.0
 
 
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """The process at the other end of a Unix socket (`Exchange.peer`)."""
+
+    pid: int
+    uid: int
+    gid: int
+
+
 class Exchange:
     """The connection one request arrived on, for a handler that sends frames before its reply or
     must know whether the client is still there."""
@@ -82,6 +92,19 @@ class Exchange:
         except (OSError, FrameTooLarge):
             return False
         return True
+
+    def peer(self) -> Peer | None:
+        """The peer process's pid, uid and gid as the kernel saw them when it connected
+        (``SO_PEERCRED``: observed, not declared); None where the platform does not say."""
+        option = getattr(socket, "SO_PEERCRED", None)
+        if option is None:
+            return None
+        try:
+            raw = self._conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+        except OSError:
+            return None
+        pid, uid, gid = struct.unpack("3i", raw)
+        return Peer(pid, uid, gid)
 
     def gone(self) -> bool:
         """True when the client closed its end (it sends nothing after its request)."""

@@ -40,6 +40,7 @@
 | dream-show | arg: a pass's session ("" = every staged pass) | staged autodream passes (`dream`) |
 | dream-apply, dream-discard | arg: a pass's session | applies each staged action (all checks) or closes it |
 | repair | args: {"yes": bool} | what the journal restores of the damage found; with yes, restores it |
+| mcp-clients | | the MCP clients seen or configured, with the owner's trust and their sessions (`mcp`) |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 import logging
 
-from boxmaker.memoryd.admin import bundle, dream, edits, erase, items, repair, review, status, withdrawal
+from boxmaker.memoryd.admin import bundle, dream, edits, erase, items, mcp, repair, review, status, withdrawal
 from boxmaker.memoryd.admin.command import Command
 from boxmaker.memoryd.memory import Memory
 from boxmaker.memoryd.sentences.damage import DISK_FULL
@@ -61,7 +62,7 @@ from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 
 LOG = logging.getLogger("boxmaker.memoryd")
 
-_FAMILIES = (status, edits, items, withdrawal, bundle, erase, review, dream, repair)
+_FAMILIES = (status, edits, items, withdrawal, bundle, erase, review, dream, repair, mcp)
 
 #: Every owner command by name (each declared with its arguments by its family module).
 COMMANDS: dict[str, Command] = {command.name: command for family in _FAMILIES for command in family.COMMANDS}

@@ -33,5 +33,7 @@ ARCHIVE_DIR = "archive"
 DREAM_DIR = "dream"
 INDEX_FILE = "index.md"
 TOPICS_DIR = "topics"
+#: Each MCP session's label (`mcp_sessions`; issue 17): ``mcp/<session>.json``.
+MCP_DIR = "mcp"
 #: Where the projections' mark says through which offset of items.jsonl the pages show it (`pages`).
 PAGES_MARK = ".projections.json"

@@ -29,7 +29,7 @@ import datetime as dt
 import logging
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,14 @@ class Recaller:
             return identity.index_unreadable(str(exc))
 
     def recall(
-        self, text: str, k: int, session: str, *, owner: bool = False, bench: bool = False
+        self,
+        text: str,
+        k: int,
+        session: str,
+        *,
+        owner: bool = False,
+        bench: bool = False,
+        via: Mapping[str, object] | None = None,
     ) -> RecallResult | Refusal:
         """Answer one recall (M5a section 5).
 
@@ -145,6 +152,8 @@ class Recaller:
             k: at most this many hits (1 to 10 for the tool).
             session: the asking session (or "owner").
             owner, bench: mark the log line as an owner search or a benchmark run.
+            via: for an MCP client's recall, the client and the peer's uid and pid, logged under
+                ``mcp`` (issue 17).
         """
         found = self.search(text, k)
         if isinstance(found, Refusal):
@@ -154,7 +163,7 @@ class Recaller:
         if isinstance(reading, Refusal):
             return reading
         try:
-            retrieval = self._log(session, text, k, hits, reading, owner=owner, bench=bench)
+            retrieval = self._log(session, text, k, hits, reading, owner=owner, bench=bench, via=via)
         except OSError as exc:  # a full disk: the recall still answers, without a retrieval record
             log.error("the recall log cannot be written, so this recall has no retrieval id: %s", exc)
             retrieval = ""
@@ -194,6 +203,7 @@ class Recaller:
         *,
         owner: bool,
         bench: bool,
+        via: Mapping[str, object] | None = None,
     ) -> str:
         """Append the recall log line, which is the retrieval record; returns its retrieval id
         ("" when no log is kept)."""
@@ -217,6 +227,8 @@ class Recaller:
                 "use_role": retrievals.DEFAULT_ROLE,
                 "retrieved_at": retrievals.stamp(moment),
             }
+            if via is not None:
+                line["mcp"] = dict(via)
             fsio.ensure_dir(self.recalls)
             fsio.append_line(self.recalls / f"{moment:%Y-%m}.jsonl", encode_line(line), sync=False)
         return ident

@@ -58,7 +58,12 @@ def lookup(name: object) -> Action:
 
 def call(memory: Memory, message: MemoryCall) -> ToolResponse:
     """Run a decided `recall` or `memory` call with the session's state (module docstring)."""
-    decided = Call.of(message)
+    return run(memory, Call.of(message))
+
+
+def run(memory: Memory, decided: Call) -> ToolResponse:
+    """Run one `recall` or `memory` call, brokerd's or an MCP client's (`mcp`), by the module
+    docstring's order."""
     named = decided.arguments
     refused = surrogates(named, values=False) or surrogates({"action": named.get("action")})
     if refused is not None:

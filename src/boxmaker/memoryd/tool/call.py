@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from boxmaker.memoryd.sentences import Refusal
-from boxmaker.memoryd.write.answer import Answer, Caller
+from boxmaker.memoryd.write.answer import Answer, Caller, Via
+from boxmaker.memoryd.write.origin import OriginKind
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryCall, ToolResponse
 
@@ -27,6 +28,11 @@ class Call:
     arguments: dict[str, Any]
     taint: DataClass
     untrusted: bool
+    #: Added (issue 17): an MCP client's call (``mcp``, with whether the owner trusts the client with
+    #: identity and the client and its peer, `Via`); brokerd's calls are a ``session``'s.
+    kind: OriginKind = "session"
+    client_trusted: bool = False
+    via: Via | None = None
 
     @classmethod
     def of(cls, call: MemoryCall) -> Call:
@@ -44,7 +50,14 @@ class Call:
     @property
     def caller(self) -> Caller:
         """Who writes: the session, the call id and the label (never the owner)."""
-        return Caller(self.session, self.call_id, self.label)
+        return Caller(
+            self.session,
+            self.call_id,
+            self.label,
+            kind=self.kind,
+            client_trusted=self.client_trusted,
+            via=self.via,
+        )
 
 
 def answer(call: Call, done: Answer) -> ToolResponse:

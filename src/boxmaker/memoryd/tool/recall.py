@@ -34,7 +34,8 @@ def run(memory: Memory, call: Call) -> ToolResponse:
     parsed = parse_recall(call.arguments)
     if isinstance(parsed, Refusal):
         return refuse(call, parsed)
-    result = memory.recaller.recall(parsed.query, parsed.k, session=call.session)
+    via = call.via.record() if call.via is not None else None
+    result = memory.recaller.recall(parsed.query, parsed.k, session=call.session, via=via)
     if isinstance(result, Refusal):
         return refuse(call, result)
     return ToolResponse(call.call_id, result.text, "ok", result.label)

@@ -22,11 +22,32 @@ log = logging.getLogger("boxmaker.memoryd")
 
 
 @dataclass(frozen=True, slots=True)
+class Via:
+    """An MCP client's call as memoryd saw it (issue 17): the client's name, and the uid and pid of the
+    process on the socket (``SO_PEERCRED``: observed, not declared; None where unknown)."""
+
+    client: str
+    peer_uid: int | None = None
+    peer_pid: int | None = None
+
+    def record(self) -> dict[str, object]:
+        """As journal lines and the recall log carry it, under ``mcp``."""
+        return {"client": self.client, "peer_uid": self.peer_uid, "peer_pid": self.peer_pid}
+
+    @property
+    def field(self) -> str:
+        """The notes.md header field naming the client: ``via mcp:<client>``."""
+        return f"via mcp:{self.client}"
+
+
+@dataclass(frozen=True, slots=True)
 class Caller:
     """Who writes: the session, the call id, the session's label, and whether it is the owner
     (set only by the owner's own commands on the admin socket, never from a message body); `kind`
     says what a non-owner caller is (a ``session``, an ``mcp`` client whose identity writes the owner
-    trusts when `client_trusted`, an ``import``), for the identity-write rule (`origin`)."""
+    trusts when `client_trusted`, an ``import``), for the identity-write rule (`origin`); `via` names
+    an MCP client and its process (its notes' headers say ``via mcp:<client>``, its journal lines carry
+    ``mcp``)."""
 
     session: str
     call: str
@@ -34,13 +55,16 @@ class Caller:
     owner: bool = False
     kind: OriginKind = "session"
     client_trusted: bool = False
+    via: Via | None = None
 
     @property
     def origin(self) -> Origin:
-        """Where this caller's writes come from, with its label (`write.origin.identity_rule`)."""
+        """Where this caller's writes come from, with its label (`write.origin.identity_rule`); an MCP
+        client's origin is named by the client."""
         if self.owner:
             return Origin("owner", OWNER_SESSION, self.label)
-        return Origin(self.kind, self.session, self.label, self.client_trusted)
+        name = self.via.client if self.via is not None and self.kind == "mcp" else self.session
+        return Origin(self.kind, name, self.label, self.client_trusted)
 
 
 #: The label of the owner's own writes, and of moved and dropped notes: private, trusted.

@@ -209,7 +209,7 @@ class Writer:
                 label,
                 vetted.text,
                 self._next_position(),
-                (ident, fields.kind),
+                (ident, fields.kind, *((caller.via.field,) if caller.via is not None else ())),
             )
             event = capture_event(
                 ident=ident,
@@ -410,7 +410,10 @@ def _action_name(action: MemoryAction) -> str:
 
 
 def _who(caller: Caller) -> dict[str, Any]:
-    return {"session": caller.session, "call": caller.call, "untrusted": caller.label.untrusted}
+    who = {"session": caller.session, "call": caller.call, "untrusted": caller.label.untrusted}
+    if caller.via is not None:
+        who["mcp"] = caller.via.record()  # added (issue 17): the MCP client and its peer's uid and pid
+    return who
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
