@@ -55,7 +55,7 @@ from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
 from boxmaker.memoryd.write.writer import Writer
 from boxmaker.proto.errors import InvalidBody, ProtocolError
-from boxmaker.proto.ids import OWNER_SESSION
+from boxmaker.proto.ids import OWNER_SESSION, mcp_client_of
 from boxmaker.proto.messages import (
     Body,
     McpCall,
@@ -92,6 +92,17 @@ def _not_the_owner(kind: str, session: str) -> None:
     """
     if session == OWNER_SESSION:
         raise InvalidBody(kind, f"the session id {OWNER_SESSION!r} is reserved for the owner's own commands")
+
+
+def _not_an_mcp_session(kind: str, session: str) -> None:
+    """Session ids ``mcp-<client>-<20 base32>`` are the MCP clients' (issue 17): a brokerd session may
+    not carry one, so no note reads ``via mcp:`` unless an MCP client wrote it.
+
+    Raises:
+        InvalidBody: when `session` has an MCP session's form.
+    """
+    if mcp_client_of(session) is not None:
+        raise InvalidBody(kind, f"the session id {session!r} has the form reserved for MCP clients")
 
 
 def utc_now() -> dt.datetime:
@@ -238,6 +249,7 @@ class Memoryd:
             return Ok()
         if isinstance(body, MemoryCall):
             _not_the_owner(kind, body.request.session)
+            _not_an_mcp_session(kind, body.request.session)
             return tool.call(memory, body)
         if isinstance(body, McpCall):
             connection = exchange()

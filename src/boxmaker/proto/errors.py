@@ -137,11 +137,14 @@ class PeerError(BoxmakerError):
         code: the peer's error code, or "unreachable" when no answer came.
         message: the peer's sentence, or why it could not be reached.
         runbook: the runbook entry the error points to ("" when none).
+        sent: False when the request never left (nothing answered the connect), so asking again
+            cannot do it twice.
     """
 
-    def __init__(self, code: str, message: str, runbook: str = "") -> None:
+    def __init__(self, code: str, message: str, runbook: str = "", *, sent: bool = True) -> None:
         text = message if not runbook else f"{message} (runbook: {runbook})"
         super().__init__(text)
         self.code = code
         self.message = message
         self.runbook = runbook
+        self.sent = sent

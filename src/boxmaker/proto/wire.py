@@ -466,11 +466,13 @@ def _connect(path: Path, deadline: float) -> socket.socket:
         except (BlockingIOError, InterruptedError):
             sock.close()  # the listen queue is full: the server is busy, not gone
             if time.monotonic() >= deadline:
-                raise PeerError("unreachable", f"{path} stayed busy until the timeout") from None
+                raise PeerError("unreachable", f"{path} stayed busy until the timeout", sent=False) from None
             time.sleep(0.005)
         except OSError as exc:
             sock.close()
-            raise PeerError("unreachable", f"nothing answers at {path} ({exc.strerror or exc})") from None
+            raise PeerError(
+                "unreachable", f"nothing answers at {path} ({exc.strerror or exc})", sent=False
+            ) from None
 
 
 def call(
@@ -489,7 +491,7 @@ def call(
     try:
         check_socket_path(path)
     except SocketPathError as exc:
-        raise PeerError("unreachable", str(exc)) from None
+        raise PeerError("unreachable", str(exc), sent=False) from None
     deadline = time.monotonic() + timeout
     pause = BUSY_FIRST_S
     while True:

@@ -7,6 +7,7 @@ memoryd sets it itself, never from the model's word (DESIGN 8):
   call id (loopd logs that record before it runs the calls: DESIGN 10.4);
 - the same call when that record is not on disk (no log, a record not yet written, a damaged line):
   ``sessions/<session>#call=<call id>``;
+- an MCP client's call (issue 17; MCP sessions keep no log): ``mcp:<client>/<session>#call=<call id>``;
 - the owner's command: ``owner:<edit id>``.
 
 Ids are checked before they become paths (DESIGN 10.2); only complete lines are read (a torn tail is
@@ -33,6 +34,11 @@ _EPOCH_LOG = re.compile(r"^(0|[1-9][0-9]{0,8})\.jsonl\Z")
 def owner_source(edit: str) -> str:
     """The Source of an owner's capture: ``owner:<edit id>``."""
     return f"owner:{edit}"
+
+
+def mcp_source(client: str, session: str, call: str) -> str:
+    """The Source of a capture by an MCP client's call: ``mcp:<client>/<session>#call=<call id>``."""
+    return f"mcp:{client}/{session}#call={call}" if _CALL_ID.match(call) else f"mcp:{client}/{session}"
 
 
 def session_source(sessions: Path | None, session: str, call: str) -> str:

@@ -14,6 +14,11 @@ then where the hit is from and its class, then the snippet (at most 600 characte
     Owner prefers answers in UTC.
     [2] memory · session mm-8ass9m…, 2026-09-20 14:02 UTC, the owner said · private
     …the launch window moved to Thursday…
+    [3] memory-tainted · note, 2026-09-21 10:12 UTC, session mcp-claud… via mcp:claude-code · private
+    The deploy window is Thursday.
+
+A note an MCP client wrote (its session id ``mcp-<client>-…``, issue 17) names the client after the
+session: ``via mcp:<client>``.
 
 The result's label is the highest class among the hits (at least private), untrusted if any hit is
 tagged memory-tainted. Hits that are items get their metadata after the class on the same header line
@@ -28,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from boxmaker.proto.escape import escape
+from boxmaker.proto.ids import mcp_client_of
 from boxmaker.proto.labels import DataClass, Label
 
 SNIPPET_LIMIT = 600
@@ -118,7 +124,9 @@ def where(hit: Hit) -> str:
             return f"{hit.role} {hit.time[:10]} from {hit.origin}"
         if hit.session == "owner":
             return f"note, {_when(hit.time)}, by the owner" if hit.time else "note by the owner"
-        return f"note, {_when(hit.time)}, session {short_session(hit.session)}"
+        client = mcp_client_of(hit.session)
+        via = f" via mcp:{client}" if client else ""
+        return f"note, {_when(hit.time)}, session {short_session(hit.session)}{via}"
     place = f"session {short_session(hit.session)}, {_when(hit.time)}"
     if hit.kind == "summary":
         return f"{place}, a summary of {one_line(hit.speaker)} output"

@@ -190,7 +190,12 @@ class Writer:
         if isinstance(vetted, Refusal):
             return Answer.refused(vetted)
         fields = fields or CaptureFields()
-        anchor = None if caller.owner else source.session_source(self.sessions, caller.session, caller.call)
+        if caller.via is not None:
+            anchor: str | None = source.mcp_source(caller.via.client, caller.session, caller.call)
+        else:
+            anchor = (
+                None if caller.owner else source.session_source(self.sessions, caller.session, caller.call)
+            )
         with self.lock:
             reserved = self.journal.reserve()
             ident = self.items.next_id(reserved.moment.astimezone(dt.UTC).date())
