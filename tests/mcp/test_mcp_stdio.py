@@ -18,15 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spawn_memoryd, stop, wait_until_answers
-from mcp import Client
+from click.testing import CliRunner
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
 
+from boxmaker.mcpserver.cli import cli
+from boxmaker.mcpserver.memoryd import Memoryd
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.ids import new_mcp_session_id
 from boxmaker.proto.messages import McpCall, MemoryAdmin, MemoryAdminReply, ToolRequest, ToolResponse
+from conftest import spawn_memoryd, stop, wait_until_answers
+from mcp import Client
 
 SHIM = str(Path(sys.executable).with_name("boxmaker-mcp"))
 CONFIG = """
@@ -108,13 +111,10 @@ def walk(schema: Any) -> Iterator[str]:
             yield from walk(value)
 
 
-@pytest.mark.parametrize(("mode", "revision"), [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
-def test_two_tools_in_both_eras_with_flat_schemas_and_honest_annotations(
-    shared: Path, mode: str, revision: str
-) -> None:
+def test_two_tools_with_flat_schemas_and_honest_annotations(shared: Path) -> None:
     async def go() -> tuple[Any, Any, str, str]:
-        async with client(shared, "lister", mode=mode) as c:
-            assert c.protocol_version == revision
+        async with client(shared, "lister", mode="legacy") as c:  # the 2025-11-25 handshake
+            assert c.protocol_version == "2025-11-25"
             listed = (await c.list_tools()).tools
             again = (await c.list_tools()).tools
             block = (await c.read_resource("boxmaker://memory/block")).contents[0]
@@ -138,20 +138,14 @@ def test_two_tools_in_both_eras_with_flat_schemas_and_honest_annotations(
     assert recall.input_schema["required"] == ["query"]
     assert "taint" in memory.input_schema["properties"]
     assert instructions.startswith("boxmaker is your long-term memory.")
-    assert "# soul.md" in instructions and "# soul.md" in block
-
-
-def test_a_clean_client_is_told_its_memory_tool_is_destructive(shared: Path) -> None:
-    async def go() -> Any:
-        async with client(shared, "clean-app") as c:
-            return (await c.list_tools()).tools[1]
-
-    assert run(go()).annotations.destructive_hint is True
+    assert "# soul.md" in instructions
+    assert "# soul.md" in block
 
 
 def test_a_note_is_found_by_another_client_tagged_tainted_and_named(shared: Path) -> None:
     async def write() -> CallToolResult:
         async with client(shared, "writer-a") as c:
+            assert c.protocol_version == "2026-07-28"  # auto: server/discover, the per-request envelope
             return await c.call_tool("memory", {"action": "note", "text": "The heron nests by the weir."})
 
     async def read() -> CallToolResult:
@@ -160,7 +154,8 @@ def test_a_note_is_found_by_another_client_tagged_tainted_and_named(shared: Path
 
     noted = run(write())
     assert not noted.is_error
-    assert text(noted).startswith("noted as mem-") and text(noted).endswith("(untrusted)")
+    assert text(noted).startswith("noted as mem-")
+    assert text(noted).endswith("(untrusted)")
     assert meta(noted)["boxmaker/result"] == {"code": "noted"}
     assert meta(noted)["boxmaker/session"]["untrusted"] is True
     found = run(read())
@@ -172,11 +167,13 @@ def test_a_note_is_found_by_another_client_tagged_tainted_and_named(shared: Path
     assert meta(found)["boxmaker/label"] == {"class": "private", "untrusted": True}
     notes = (shared / "memory" / "notes.md").read_text(encoding="utf-8")
     header = next(line for line in notes.splitlines() if "mcp-writer-a-" in line)
-    assert header.endswith("· via mcp:writer-a") and "· untrusted ·" in header
+    assert header.endswith("· via mcp:writer-a")
+    assert "· untrusted ·" in header
     # the journal and the recall log name the client and the peer the kernel saw
     journal = jsonl(shared / "memory" / "edits")
     line = next(j for j in journal if j.get("mcp", {}).get("client") == "writer-a")
-    assert line["mcp"]["peer_uid"] == os.getuid() and isinstance(line["mcp"]["peer_pid"], int)
+    assert line["mcp"]["peer_uid"] == os.getuid()
+    assert isinstance(line["mcp"]["peer_pid"], int)
     recalls = jsonl(shared / "memory" / "recalls")
     assert any(r.get("mcp", {}).get("client") == "reader-b" for r in recalls)
 
@@ -217,13 +214,15 @@ def test_an_identity_add_from_a_default_client_is_an_untrusted_note_and_a_pendin
 
 
 def test_a_client_the_owner_marked_clean_changes_memory_md(shared: Path) -> None:
-    async def go() -> CallToolResult:
+    async def go() -> tuple[Any, CallToolResult]:
         async with client(shared, "clean-app") as c:
-            return await c.call_tool(
+            memory = (await c.list_tools()).tools[1]
+            return memory, await c.call_tool(
                 "memory", {"action": "add", "file": "memory", "text": "Standup is at nine."}
             )
 
-    added = run(go())
+    memory, added = run(go())
+    assert memory.annotations.destructive_hint is True  # its replace and remove change memory.md
     assert not added.is_error, text(added)
     assert meta(added)["boxmaker/result"] == {"code": "ok"}
     assert "Standup is at nine." in memory_md(shared).decode()
@@ -239,29 +238,19 @@ def test_a_declared_taint_is_kept_by_the_process_and_by_memoryd(shared: Path) ->
             return [clean, tainted, after]
 
     clean, tainted, after = run(go())
-    assert text(clean).startswith("noted as mem-") and "(untrusted)" not in text(clean)
+    assert text(clean).startswith("noted as mem-")
+    assert "(untrusted)" not in text(clean)
     assert meta(clean)["boxmaker/session"]["untrusted"] is False
     assert text(tainted).endswith("(untrusted)")
     assert text(after).endswith("(untrusted)")
     assert meta(after)["boxmaker/session"]["untrusted"] is True
 
-    async def flagged() -> list[CallToolResult]:
-        async with client(shared, "hooked") as c:
-            first = await c.call_tool("memory", {"action": "note", "text": "Flag next."})
-            second = await c.call_tool(
-                "memory", {"action": "note", "text": "Flagged."}, meta={"boxmaker/session-untrusted": True}
-            )
-            third = await c.call_tool("memory", {"action": "note", "text": "After the flag."})
-            return [first, second, third]
-
-    first, second, third = run(flagged())
-    assert "(untrusted)" not in text(first)
-    assert text(second).endswith("(untrusted)") and text(third).endswith("(untrusted)")
-    # memoryd keeps the session's label: a process that reuses the id and sends untrusted=false is not believed
+    # memoryd keeps the session's label: a process reusing the id and sending untrusted=false is not believed
     session = meta(after)["boxmaker/session"]["id"]
     reply = raw_note(shared, "hooked", session, "Lowering attempt.")
     assert reply.output.endswith("(untrusted)")
-    assert reply.session_label is not None and reply.session_label.untrusted
+    assert reply.session_label is not None
+    assert reply.session_label.untrusted
 
 
 def raw_note(home: Path, name: str, session: str, note: str) -> ToolResponse:
@@ -292,69 +281,64 @@ def test_two_clients_writing_at_once_lose_nothing(shared: Path) -> None:
 
 
 def test_mcp_clients_lists_the_clients_seen_and_their_trust(shared: Path) -> None:
-    run(_one_note(shared, "lister-x"))
+    raw_note(shared, "lister-x", new_mcp_session_id("lister-x"), "lister-x was here.")
     reply = wire.call(admin_socket(shared), MemoryAdmin(command="mcp-clients"))
     assert isinstance(reply, MemoryAdminReply)
     by_name = {r["client"]: r for r in reply.data}
-    assert by_name["lister-x"]["trust"] == "untrusted" and by_name["lister-x"]["sessions"] >= 1
-    assert by_name["clean-app"]["trust"] == "clean" and by_name["hooked"]["trust"] == "declared"
+    assert by_name["lister-x"]["trust"] == "untrusted"
+    assert by_name["lister-x"]["sessions"] >= 1
+    assert by_name["clean-app"]["trust"] == "clean"
+    assert by_name["hooked"]["trust"] == "declared"
     assert by_name["lister-x"]["peer_uid"] == os.getuid()
 
 
-async def _one_note(home: Path, name: str) -> CallToolResult:
-    async with client(home, name) as c:
-        return await c.call_tool("memory", {"action": "note", "text": f"{name} was here."})
-
-
 def test_memoryd_down_is_an_error_result_and_a_restart_between_calls_loses_nothing(home: Path) -> None:
-    async def down() -> tuple[str, CallToolResult, list[str]]:
-        async with client(home, "lonely", "--wait", "0") as c:
-            names = [t.name for t in (await c.list_tools()).tools]
-            return c.instructions or "", await c.call_tool("recall", {"query": "anything"}), names
+    processes: list[subprocess.Popen[bytes]] = []
 
-    instructions, result, names = run(down())
-    assert names == ["recall", "memory"]
-    assert result.is_error
-    assert text(result).startswith("memoryd-unreachable: boxmaker's memory did not answer at ")
-    assert meta(result)["boxmaker/result"] == {"code": "memoryd-unreachable"}
-    assert "memoryd-unreachable" in instructions
+    async def go() -> tuple[str, list[CallToolResult]]:
+        async with client(home, "hooked", "--wait", "0") as c:
+            down = await c.call_tool("recall", {"query": "anything"})
+            processes.append(start_memoryd(home))
+            flagged = await c.call_tool(
+                "memory", {"action": "note", "text": "Before."}, meta={"boxmaker/session-untrusted": True}
+            )
+            stop(processes[-1])
+            processes.append(
+                spawn_memoryd(home, "--config", str(home.parent / "memoryd.toml"), "--home", str(home))
+            )
+            # a call while memoryd starts again waits for it (nothing was sent while nothing answered)
+            waiting = Memoryd(mcp_socket(home), wait=30.0)
+            session = meta(flagged)["boxmaker/session"]["id"]
+            request = ToolRequest(session, "raw-2", "memory", {"action": "note", "text": "While it starts."})
+            during = waiting.call(McpCall(client="hooked", session=session, untrusted=False, request=request))
+            assert isinstance(during, ToolResponse)
+            assert during.output.endswith("(untrusted)")
+            after = await c.call_tool("memory", {"action": "note", "text": "After the restart."})
+            return c.instructions or "", [down, flagged, after]
 
-    process = start_memoryd(home)
     try:
-
-        async def across() -> list[CallToolResult]:
-            nonlocal process
-            async with client(home, "hooked", "--wait", "20") as c:
-                tainted = await c.call_tool(
-                    "memory", {"action": "note", "text": "Before.", "taint": "untrusted"}
-                )
-                stop(process)
-                process = start_memoryd(home)
-                after = await c.call_tool("memory", {"action": "note", "text": "After the restart."})
-                stop(process)
-                process = spawn_memoryd(
-                    home, "--config", str(home.parent / "memoryd.toml"), "--home", str(home)
-                )
-                during = await c.call_tool("memory", {"action": "note", "text": "While it starts."})
-                return [tainted, after, during]
-
-        tainted, after, during = run(across())
-        assert [r.is_error for r in (tainted, after, during)] == [False, False, False]
-        assert text(after).endswith("(untrusted)") and text(during).endswith("(untrusted)")
-        session = meta(after)["boxmaker/session"]["id"]
-        assert raw_note(home, "hooked", session, "Still untrusted?").output.endswith("(untrusted)")
-        notes = (home / "memory" / "notes.md").read_text(encoding="utf-8")
-        assert all(notes.count(t) == 1 for t in ("Before.", "After the restart.", "While it starts."))
+        instructions, (down, flagged, after) = run(go())
     finally:
-        stop(process)
+        for process in processes:
+            stop(process)
+    assert down.is_error
+    assert text(down).startswith("memoryd-unreachable: boxmaker's memory did not answer at ")
+    assert meta(down)["boxmaker/result"] == {"code": "memoryd-unreachable"}
+    assert "memoryd-unreachable" in instructions
+    assert not flagged.is_error
+    assert text(flagged).endswith("(untrusted)")
+    assert not after.is_error
+    assert text(after).endswith("(untrusted)")
+    notes = (home / "memory" / "notes.md").read_text(encoding="utf-8")
+    assert all(notes.count(t) == 1 for t in ("Before.", "While it starts.", "After the restart."))
 
 
 def test_a_bad_client_name_is_one_sentence_and_no_traceback(home: Path) -> None:
-    done = subprocess.run(
-        [SHIM, "--client", "Claude Code", "--home", str(home)], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 2
-    assert "is not a client name" in done.stderr and "Traceback" not in done.stderr
+    done = CliRunner().invoke(cli, ["--client", "Claude Code", "--home", str(home)])
+    assert done.exit_code == 2
+    assert "is not a client name" in done.output
+    assert done.exception is not None
+    assert isinstance(done.exception, SystemExit)
 
 
 def test_memoryd_refuses_a_session_that_is_not_the_clients(shared: Path) -> None:
