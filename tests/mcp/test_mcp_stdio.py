@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
 
+from boxmaker.bxctl.cli import cli as bxctl
 from boxmaker.mcpserver.cli import cli
 from boxmaker.mcpserver.memoryd import Memoryd
 from boxmaker.proto import wire
@@ -290,6 +291,12 @@ def test_mcp_clients_lists_the_clients_seen_and_their_trust(shared: Path) -> Non
     assert by_name["clean-app"]["trust"] == "clean"
     assert by_name["hooked"]["trust"] == "declared"
     assert by_name["lister-x"]["peer_uid"] == os.getuid()
+    # the owner's view: bxctl mcp clients (text and --json)
+    listed = CliRunner().invoke(bxctl, ["--home", str(shared), "mcp", "clients", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert {r["client"]: r["trust"] for r in json.loads(listed.output)}["hooked"] == "declared"
+    text_view = CliRunner().invoke(bxctl, ["--home", str(shared), "mcp", "clients"])
+    assert "lister-x: trust untrusted (not in the config: untrusted); 1 session(s)" in text_view.output
 
 
 def test_memoryd_down_is_an_error_result_and_a_restart_between_calls_loses_nothing(home: Path) -> None:

@@ -18,6 +18,7 @@ from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
 from boxmaker.bxctl.jobs import jobs
 from boxmaker.bxctl.logs import logs
+from boxmaker.bxctl.mcp import mcp
 from boxmaker.bxctl.memory import memory
 from boxmaker.bxctl.memory.views import reindex
 from boxmaker.bxctl.sessions import sessions
@@ -188,6 +189,7 @@ cli.add_command(grants)
 cli.add_command(model_keys.model)
 cli.add_command(status)
 cli.add_command(logs)
+cli.add_command(mcp)
 
 
 def main() -> None:
