@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = Path(__file__).with_name("sentences.snapshot.json")
 #: The packages or modules that hold the fixed sentences of each role.
-SENTENCE_HOMES = ("boxmaker.memoryd.sentences", "boxmaker.brokerd.sentences")
+SENTENCE_HOMES = ("boxmaker.memoryd.sentences", "boxmaker.brokerd.sentences", "boxmaker.mcpserver.sentences")
 _CODE = re.compile(r"^refused:[a-z][a-z0-9-]*\Z")
 
 

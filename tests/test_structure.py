@@ -14,6 +14,7 @@ import pytest
 
 from boxmaker.brokerd.cli import cli as brokerd_cli
 from boxmaker.bxctl.cli import cli as bxctl_cli
+from boxmaker.mcpserver.cli import cli as mcp_cli
 from boxmaker.memoryd.cli import cli as memoryd_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,12 @@ def walk(group: click.Group, prefix: str) -> list[tuple[str, click.Command]]:
     return commands
 
 
-COMMANDS = walk(bxctl_cli, "bxctl") + walk(memoryd_cli, "memoryd") + walk(brokerd_cli, "brokerd")
+COMMANDS = (
+    walk(bxctl_cli, "bxctl")
+    + walk(memoryd_cli, "memoryd")
+    + walk(brokerd_cli, "brokerd")
+    + [("boxmaker-mcp", mcp_cli)]
+)
 
 
 @pytest.mark.parametrize(("name", "command"), COMMANDS, ids=[name for name, _ in COMMANDS])

@@ -24,7 +24,7 @@ from mcp_types import CallToolResult
 
 from boxmaker.bxctl.cli import cli as bxctl
 from boxmaker.mcpserver.cli import cli
-from boxmaker.mcpserver.memoryd import Memoryd
+from boxmaker.mcpserver.memoryd import MemorySocket
 from boxmaker.proto import wire
 from boxmaker.proto.errors import PeerError
 from boxmaker.proto.ids import new_mcp_session_id
@@ -314,7 +314,7 @@ def test_memoryd_down_is_an_error_result_and_a_restart_between_calls_loses_nothi
                 spawn_memoryd(home, "--config", str(home.parent / "memoryd.toml"), "--home", str(home))
             )
             # a call while memoryd starts again waits for it (nothing was sent while nothing answered)
-            waiting = Memoryd(mcp_socket(home), wait=30.0)
+            waiting = MemorySocket(mcp_socket(home), wait=30.0)
             session = meta(flagged)["boxmaker/session"]["id"]
             request = ToolRequest(session, "raw-2", "memory", {"action": "note", "text": "While it starts."})
             during = waiting.call(McpCall(client="hooked", session=session, untrusted=False, request=request))

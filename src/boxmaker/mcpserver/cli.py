@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import click
 
-from boxmaker.mcpserver.memoryd import Memoryd
+from boxmaker.mcpserver.memoryd import MemorySocket
 from boxmaker.mcpserver.server import Shim, serve
 from boxmaker.mcpserver.session import Session
 from boxmaker.proto.home import Layout, resolve_home
@@ -80,7 +80,7 @@ def cli(
         level=logging.DEBUG if verbose else logging.WARNING, format="boxmaker-mcp: %(levelname)s %(message)s"
     )
     layout = Layout(resolve_home(home))
-    shim = Shim(Session(client, untrusted), Memoryd(socket_path or layout.memory_mcp_socket, wait))
+    shim = Shim(Session(client, untrusted), MemorySocket(socket_path or layout.memory_mcp_socket, wait))
     shim.start()
     anyio.run(serve, shim)
 

@@ -40,7 +40,7 @@ class Unreachable:
     code: str = "unreachable"
 
 
-class Memoryd:
+class MemorySocket:
     """memoryd's MCP socket.
 
     Args:

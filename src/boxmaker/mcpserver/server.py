@@ -29,7 +29,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from boxmaker.mcpserver import results, sentences, tools
-from boxmaker.mcpserver.memoryd import Memoryd, Unreachable
+from boxmaker.mcpserver.memoryd import MemorySocket, Unreachable
 from boxmaker.mcpserver.session import Session
 from boxmaker.proto.messages import McpCall, ToolRequest
 
@@ -46,7 +46,7 @@ class Shim:
         memoryd: memoryd's MCP socket.
     """
 
-    def __init__(self, session: Session, memoryd: Memoryd) -> None:
+    def __init__(self, session: Session, memoryd: MemorySocket) -> None:
         self.session = session
         self.memoryd = memoryd
         self.clean = False

@@ -40,7 +40,7 @@ class ToolRequest(_Body, frozen=True):
     arguments: dict[str, Any]
 
 
-class ToolResponse(_Body, frozen=True):
+class ToolResponse(_Body, frozen=True, omit_defaults=True):
     """`tool_response`: `output` is what the model reads; `code` is `ok`, `noted`, `staged` or
     `refused:<reason>`; `label` is the result's label, or null."""
 
@@ -49,7 +49,7 @@ class ToolResponse(_Body, frozen=True):
     code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     label: Label | None
     #: Added (issue 17): the answer to an `mcp_call` carries the MCP session's label after the call (it
-    #: only gets stricter), so the MCP server keeps it and shows it to the host; null elsewhere.
+    #: only gets stricter), so the MCP server keeps it and shows it to the host; absent elsewhere.
     session_label: Label | None = None
 
 

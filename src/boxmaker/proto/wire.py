@@ -26,7 +26,6 @@ import select
 import selectors
 import socket
 import stat
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -36,6 +35,7 @@ from pathlib import Path
 from boxmaker.proto import frame, fsio, messages
 from boxmaker.proto.errors import BoxmakerError, FrameTooLarge, FrameTruncated, PeerError, ProtocolError
 from boxmaker.proto.messages import Body, Error
+from boxmaker.proto.peer import Peer, peer_of
 
 #: The longest socket path the platform takes, in bytes (Linux `sun_path` minus the NUL).
 MAX_SOCKET_PATH = 107
@@ -69,15 +69,6 @@ class Limits:
     idle_s: float = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class Peer:
-    """The process at the other end of a Unix socket (`Exchange.peer`)."""
-
-    pid: int
-    uid: int
-    gid: int
-
-
 class Exchange:
     """The connection one request arrived on, for a handler that sends frames before its reply or
     must know whether the client is still there."""
@@ -94,17 +85,8 @@ class Exchange:
         return True
 
     def peer(self) -> Peer | None:
-        """The peer process's pid, uid and gid as the kernel saw them when it connected
-        (``SO_PEERCRED``: observed, not declared); None where the platform does not say."""
-        option = getattr(socket, "SO_PEERCRED", None)
-        if option is None:
-            return None
-        try:
-            raw = self._conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-        except OSError:
-            return None
-        pid, uid, gid = struct.unpack("3i", raw)
-        return Peer(pid, uid, gid)
+        """The peer process as the kernel saw it (`peer.peer_of`), or None."""
+        return peer_of(self._conn)
 
     def gone(self) -> bool:
         """True when the client closed its end (it sends nothing after its request)."""

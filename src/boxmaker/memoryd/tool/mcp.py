@@ -35,7 +35,7 @@ from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.ids import mcp_client_of
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import McpCall, ToolResponse
-from boxmaker.proto.wire import Peer
+from boxmaker.proto.peer import Peer
 
 LOG = logging.getLogger("boxmaker.memoryd")
 
