@@ -190,6 +190,9 @@ def test_an_identity_add_from_a_default_client_is_an_untrusted_note_and_a_pendin
                 "memory", {"action": "add", "file": "memory", "text": "Owner's bank is North Fen."}
             )
             removed = await c.call_tool("memory", {"action": "remove", "file": "memory", "old": "anything"})
+            huge = await c.call_tool("memory", {"action": "note", "text": "x" * (5 << 20)})
+            assert huge.is_error
+            assert text(huge).startswith("boxmaker's memory refused the call (frame-too-large): ")
             return added, removed
 
     added, removed = run(go())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boxmaker.proto import wire
-from boxmaker.proto.errors import PeerError
+from boxmaker.proto.errors import PeerError, ProtocolError
 from boxmaker.proto.messages import (
     Body,
     McpCall,
@@ -80,6 +80,8 @@ class MemorySocket:
         while True:
             try:
                 return wire.call(self.socket, body, timeout=ANSWER_TIMEOUT_S)
+            except ProtocolError as exc:  # a request over the frame limit (4 MiB): never sent
+                return Unreachable(exc.message, False, exc.code)
             except PeerError as exc:
                 if exc.code != "unreachable":
                     return Unreachable(exc.message, True, exc.code)

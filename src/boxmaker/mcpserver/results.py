@@ -61,14 +61,14 @@ def from_response(session: Session, reply: ToolResponse) -> types.CallToolResult
     )
 
 
-def unreachable(session: Session, text: str) -> types.CallToolResult:
-    """memoryd did not answer: an ``isError`` result naming ``memoryd-unreachable``."""
+def unreachable(session: Session, text: str, code: str = sentences.UNREACHABLE) -> types.CallToolResult:
+    """memoryd did not answer (or answered with an `error`, `code`): an ``isError`` result."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         is_error=True,
         _meta={
             LABEL_KEY: None,
             SESSION_KEY: session_data(session, None),
-            RESULT_KEY: {"code": sentences.UNREACHABLE},
+            RESULT_KEY: {"code": code},
         },
     )

@@ -105,7 +105,8 @@ class Shim:
         if isinstance(reply, Unreachable):
             path = str(self.memoryd.socket)
             if reply.code != "unreachable":
-                return results.unreachable(session, sentences.refused_by_memoryd(reply.code, reply.why))
+                text = sentences.refused_by_memoryd(reply.code, reply.why)
+                return results.unreachable(session, text, reply.code)
             text = sentences.lost(path, reply.why) if reply.sent else sentences.unreachable(path, reply.why)
             log.warning("%s", text)
             return results.unreachable(session, text)
