@@ -26,6 +26,8 @@ from boxmaker.proto.messages import (
 
 #: How long one request may take once sent, in seconds (a recall on a large home, a write's fsync).
 ANSWER_TIMEOUT_S = 60.0
+#: How long the start waits for memoryd, in seconds (a client's start-up budget is short: Codex's is 10 s).
+HELLO_WAIT_S = 1.0
 #: The pause between connects while memoryd does not answer, in seconds.
 RETRY_PAUSE_S = 0.1
 
@@ -60,8 +62,9 @@ class MemorySocket:
         return Unreachable(f"unexpected reply {type(reply).__name__}", True, "bad-reply")
 
     def hello(self, client: str) -> McpHelloReply | Unreachable:
-        """The owner's trust in `client` and the memory block (asked once at start)."""
-        reply = self._ask(McpHello(client))
+        """The owner's trust in `client` and the memory block (asked once at start, waiting at most
+        `HELLO_WAIT_S` for memoryd)."""
+        reply = self._ask(McpHello(client), min(self.wait, HELLO_WAIT_S))
         if isinstance(reply, (Unreachable, McpHelloReply)):
             return reply
         return Unreachable(f"unexpected reply {type(reply).__name__}", True, "bad-reply")
@@ -75,8 +78,8 @@ class MemorySocket:
             return reply.text
         return Unreachable(f"unexpected reply {type(reply).__name__}", True, "bad-reply")
 
-    def _ask(self, body: Body) -> Body | Unreachable:
-        deadline = time.monotonic() + self.wait
+    def _ask(self, body: Body, wait: float | None = None) -> Body | Unreachable:
+        deadline = time.monotonic() + (self.wait if wait is None else wait)
         while True:
             try:
                 return wire.call(self.socket, body, timeout=ANSWER_TIMEOUT_S)
