@@ -58,7 +58,7 @@ def allowed(home: Path, export: Path, path: Path, event: str) -> bool:
         return True
     if path in (home, home / "run"):
         return event == "os.mkdir"  # a missing home or run/ is made (DESIGN 10.1)
-    sockets = [home / "run" / f"{peer}-memory" for peer in ("loop", "broker", "owner")]
+    sockets = [home / "run" / f"{peer}-memory" for peer in ("loop", "broker", "owner", "mcp")]
     return any(folder in (path, path.parent) for folder in sockets)
 
 
