@@ -98,7 +98,9 @@ class Report:
         if self.problems:
             out.append(f"DISAGREES: {self.problems[0].text}")
             out += [f"also: {p.text}" for p in self.problems[1:]]
-        out.append(f"journal: {walk.lines:,} lines in {len(self.files):,} files ({', '.join(self.files)})")
+        span = self.files[0] if len(self.files) == 1 else f"{self.files[0]} to {self.files[-1]}"
+        count = f"{len(self.files):,} file{'s' if len(self.files) != 1 else ''}"
+        out.append(f"journal: {walk.lines:,} lines in {count} ({span if self.files else 'none'})")
         if self.prefix:
             out.append(
                 f"unchained prefix: {walk.unchained:,} lines written before the chain ({self.prefix[0]} to "
@@ -106,7 +108,10 @@ class Report:
             )
         out.append(f"checked by the chain: {walk.lines - walk.unchained:,} lines of edits/*.jsonl")
         out += [f"erased: {place} by {', '.join(ids)}" for place, ids in walk.erased]
-        out.append(f"checked by replay: {', '.join(self.replayed)}")
+        archive = [name for name in self.replayed if name.startswith(f"{ARCHIVE_DIR}/")]
+        named = [name for name in self.replayed if name not in archive]
+        named += [f"{ARCHIVE_DIR}/*.md ({len(archive):,} files)"] if archive else []
+        out.append(f"checked by replay: {', '.join(named)}")
         out.append(f"not checked: {NOT_CHECKED}")
         if self.head_given and self.head_at:
             out.append(f"recorded head {self.head_given}: {self.head_at}; the history up to it is unchanged")
