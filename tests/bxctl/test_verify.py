@@ -11,6 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from boxmaker.bxctl.cli import cli
+from conftest import daemon_log
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -42,6 +43,7 @@ def test_verify_prints_the_head_proves_it_and_names_a_changed_file(
     assert "64 hex digits" in bad.output
     assert "Traceback" not in bad.output
 
+    assert "memoryd INFO journal chain checked at start: 0 journal lines" in daemon_log(home)
     status = runner.invoke(cli, ["status"])
     assert "journal: ok - journal chain checked at start" in status.output, status.output
 

@@ -137,8 +137,20 @@ def _change_items(memory: Path) -> str:
     return "items.jsonl is not what the journal's replay gives (line 1 differs)"
 
 
+def _forge_erasure(memory: Path) -> str:
+    """A changed line passed off as erased: its salt dropped, an erasure id that no erase line has."""
+    raw = (memory / JOURNAL).read_text().splitlines()
+    line = json.loads(raw[2])
+    line["after"] = ["The kettle is red."]
+    del line["salt"]
+    line["erased"] = ["memerase-2026-09-24-009"]
+    raw[2] = json.dumps(line)
+    (memory / JOURNAL).write_text("\n".join(raw) + "\n")
+    return "is marked erased by memerase-2026-09-24-009, but no later erasure line of the journal records it"
+
+
 @pytest.mark.parametrize(
-    "tamper", [_change_line, _remove_line, _reorder_lines, _change_memory_file, _change_items]
+    "tamper", [_change_line, _remove_line, _reorder_lines, _change_memory_file, _change_items, _forge_erasure]
 )
 def test_each_tampering_is_named_with_exit_data_and_nothing_changed(
     service: Memoryd, tamper: Callable[[Path], str]
@@ -206,6 +218,11 @@ def test_the_first_line_of_a_month_follows_the_month_before(service: Memoryd, cl
 
 def test_a_head_not_in_the_journal_and_a_malformed_head(service: Memoryd) -> None:
     build(service)
+    head = verify(service).data["head"]
+    _change_line(service.config.layout.memory)  # a line before the recorded head
+    found = verify(service, head)
+    assert "but a line up to it disagrees: the history before the head was changed" in found.text
+    assert found.data["head_at"] is None
     found = verify(service, "ab" * 32)
     assert not found.data["intact"]
     assert "is not the chain value of any line" in found.text

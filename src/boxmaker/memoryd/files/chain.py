@@ -113,7 +113,6 @@ class Walk:
         chained: True once a chained line was stepped (an unchained one after it is a problem).
         lines: lines stepped; unchained: of them, unchained (the prefix).
         erased: (place, erasure ids) of every erased line, for `verify` to report and check.
-        seen: every chain value stepped (for ``verify --head``), when `keep_seen`.
     """
 
     head: str = GENESIS
@@ -121,8 +120,6 @@ class Walk:
     lines: int = 0
     unchained: int = 0
     erased: list[tuple[str, list[str]]] = field(default_factory=list)
-    keep_seen: bool = False
-    seen: set[str] = field(default_factory=set)
     #: False when the walk starts where the chain value before is unknown (a checkpoint taken before
     #: the chain existed): the first chained line's link is then not checked.
     anchored: bool = True
@@ -142,8 +139,6 @@ class Walk:
         assert isinstance(commit, str)
         assert isinstance(value, str)
         previous, self.head = self.head, value
-        if self.keep_seen:
-            self.seen.add(value)
         marks = line.get(ERASED)
         if salt is None:
             if not isinstance(marks, list) or not marks:

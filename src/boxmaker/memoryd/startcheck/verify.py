@@ -151,7 +151,7 @@ def verify(memory_dir: Path, exclusion_for: ExclusionFor, head: str = "") -> Rep
     Raises:
         OSError: when the scratch folder cannot be written.
     """
-    report = Report(checkpoint.journal_files(memory_dir), chain.Walk(keep_seen=True))
+    report = Report(checkpoint.journal_files(memory_dir), chain.Walk())
     lines = _walk(memory_dir, report, head)
     scratch = memory_dir / VERIFY_DIR
     shutil.rmtree(scratch, ignore_errors=True)
