@@ -130,6 +130,9 @@ class Walk:
         self.lines += 1
         if not is_chained(line):
             self.unchained += 1
+            marks = line.get(ERASED)
+            if isinstance(marks, list) and marks:  # a line of the prefix an erasure scrubbed
+                self.erased.append((place, [str(m) for m in marks]))
             return sentences.unchained_after(place) if self.chained else ""
         self.chained = True
         commit, value, salt = line.get(COMMITMENT), line.get(CHAIN), line.get(SALT)

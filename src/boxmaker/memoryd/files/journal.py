@@ -124,8 +124,10 @@ class Journal:
             if torn:
                 log.warning("set aside a torn last line of %s into %s.torn", path, path.name)
         self._last_id = None
-        self.head = chain.head_of(next(self.entries_newest_first(), None))
-        for entry in self.entries_newest_first():
+        self.head = chain.GENESIS
+        for n, entry in enumerate(self.entries_newest_first()):
+            if n == 0:  # the newest line: the next one is sealed after it
+                self.head = chain.head_of(entry)
             try:
                 self._last_id = parse_edit_id(str(entry["id"]))
             except InvalidId:
