@@ -268,3 +268,27 @@ def test_the_start_up_check_follows_the_chain_and_names_a_break(home: Path, cloc
         assert "DAMAGED" in status.text
     finally:
         broken.close()
+
+
+def test_a_checkpoint_taken_before_the_chain_existed(home: Path, clock: Clock) -> None:
+    """An upgraded home: its checkpoint has no chain value, so the first line since is not linked to
+    one; the lines after it still are."""
+    service = Memoryd(load(None, str(home)), now=clock.now)
+    service.open()
+    for text in ("The kettle is blue.", "The kettle is teal."):
+        assert owner(service, "note", text).data["code"] == "noted"
+    service.close()
+    mark = home / "memory" / ".checkpoint.json"
+    old = json.loads(mark.read_text())
+    del old["positions"]["journal"]["chain"]
+    mark.write_text(json.dumps(old))
+
+    again = Memoryd(load(None, str(home)), now=clock.now)
+    again.open()
+    try:
+        checked = again.memory.checkpoints.chain
+        assert checked is not None
+        assert checked.problem == ""
+        assert again.memory.checkpoints.findings == []
+    finally:
+        again.close()
