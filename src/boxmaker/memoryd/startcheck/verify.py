@@ -13,7 +13,7 @@
   items.jsonl, controls.jsonl, proposals.jsonl, feedback.jsonl, erasures.jsonl, notes.md, memory.md,
   user.md, archive/*.md, and conventions.md once a journal line has written it;
 - not checked (`NOT_CHECKED`): what the journal does not hold (soul.md, pending.jsonl, recalls/,
-  dream/, the index) and what memoryd derives again (index.md, topics/).
+  dream/, mcp/ (the MCP sessions' labels), the index) and what memoryd derives again (index.md, topics/).
 
 It names the first line or file that disagrees, and changes nothing in memory/. With a `head` the owner
 recorded earlier, it also says whether that head is the chain value of a line before which nothing
@@ -51,7 +51,7 @@ from boxmaker.proto.startcheck import json_object
 REPLAYED = (ITEMS_FILE, CONTROLS_FILE, PROPOSALS_FILE, FEEDBACK_FILE, ERASURES_FILE, NOTES_FILE, *BY_NAME)
 #: What verify does not check, and why (the journal does not hold it, or memoryd derives it again).
 NOT_CHECKED = (
-    "soul.md, pending.jsonl, recalls/, dream/ and the index (the journal does not hold them); "
+    "soul.md, pending.jsonl, recalls/, dream/, mcp/ and the index (the journal does not hold them); "
     "index.md and topics/ (memoryd renders them again from items.jsonl)"
 )
 
