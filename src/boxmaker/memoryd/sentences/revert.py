@@ -36,6 +36,14 @@ def conflict(edit: str, later: str, file: str) -> Refusal:
     )
 
 
+def already_reverted(edit: str, later: str) -> Refusal:
+    """The later edit that changed the entries is a revert (or an undo) of this very edit."""
+    return Refusal(
+        Code.CONFLICT,
+        f"{edit} was already taken back by {later}; revert {later} to bring it back; nothing was reverted",
+    )
+
+
 def changed_by_hand(edit: str, file: str) -> Refusal:
     """An entry the edit wrote is gone and no journalled edit took it out."""
     return Refusal(

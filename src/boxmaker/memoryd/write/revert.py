@@ -8,7 +8,8 @@ file holds exactly what it left. `revert` takes back any edit whose *entries* ar
   of another file, a repair, or one whose revert changes nothing), ``refused:damaged`` (its line lacks
   ``before``/``after``), ``refused:erased`` (it wrote or took out text an erasure erased: the marker
   ``[erased memerase-…]`` stands in its line), ``refused:conflict`` naming the first later edit that
-  changed one of its entries (revert that first, or edit by hand), ``refused:changed`` (an entry it
+  changed one of its entries (revert that first, or edit by hand; or, when that edit is a revert or an
+  undo of this one, saying it was already taken back), ``refused:changed`` (an entry it
   wrote was taken out by hand), ``refused:duplicate`` (an entry it took out is back, typed by hand),
   ``refused:withdrawn`` (an entry it would put back is withdrawn: its text is a withdrawn item's, or a
   withdrawn session wrote it), the write check's codes and ``refused:limit`` (what comes back passes
@@ -109,8 +110,10 @@ def check(
         if outcome.kind == "nothing":
             return said.nothing_to_revert(edit, file)
         later = _later_change(lines[:at], file, prepare(outcome.entry)) if full else None
+        if later is not None and edit in (later.get("reverts"), later.get("undoes")):
+            return said.already_reverted(edit, str(later.get("id")))
         if later is not None:
-            return said.conflict(edit, later, file)
+            return said.conflict(edit, str(later.get("id")), file)
         return (
             said.changed_by_hand(edit, file)
             if outcome.kind == "gone"
@@ -146,9 +149,10 @@ def _rules(spec: FileSpec, outcome: Restore, soul: str | None) -> Refusal | None
     return None
 
 
-def _later_change(newer: Sequence[dict[str, Any]], file: str, key: str) -> str | None:
-    """The id of the first edit of `file` after the reverted one (`newer`: newest first) that took
-    out or put in the entry `key`; None when no journalled edit did (a hand edit)."""
+def _later_change(newer: Sequence[dict[str, Any]], file: str, key: str) -> dict[str, Any] | None:
+    """The first edit of `file` after the reverted one (`newer`: newest first) that took out or put in
+    the entry `key`; None when no journalled edit did (a hand edit)."""
+    line: dict[str, Any]
     for line in reversed(newer):
         before, after = line.get("before"), line.get("after")
         if line.get("where") != file or line.get("action") == "repair":
@@ -158,7 +162,7 @@ def _later_change(newer: Sequence[dict[str, Any]], file: str, key: str) -> str |
             and isinstance(after, list)
             and changes([str(e) for e in before], [str(e) for e in after], key)
         ):
-            return str(line.get("id"))
+            return line
     return None
 
 
