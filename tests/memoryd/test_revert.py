@@ -92,7 +92,7 @@ def test_the_plan_is_blocked_per_entry() -> None:
     assert plan(["a"], ["a", "b"], ["a", "b", "c"]) == Restore(("a", "c"), (), ("b",))
     assert plan(["a"], ["a", "b"], ["a", "b\u0301"]) == Blocked("gone", "b")  # NFC: not the same entry
     assert erased_in(["x", "y [erased memerase-2026-09-24-001] z"]) == "memerase-2026-09-24-001"
-    assert erased_in(["[erased]"]) == ""
+    assert erased_in(["The [erased] tag is mine."]) is None  # only an erasure's marker, with its id
     assert erased_in(["erased"]) is None
 
 
@@ -234,6 +234,19 @@ def test_erased_and_withdrawn_text_does_not_come_back(home: Path, service: Memor
     assert reply.data["code"] == "refused:withdrawn", reply.text
     assert files(home) == before
     assert {line["id"]: line["revertable"] for line in admin(service, "log").data}[dropped] is False
+    # an entry a withdrawn session wrote: withdrawn however it came back since (an undo passes it on)
+    trusted = Caller("chat-wrong", "c2", Label(DataClass.PRIVATE, False))
+    service.memory.writer.memory(trusted, Add(file="memory", text="Quay 4 is the loading dock."))
+    taken = edit(service, "remove", file="memory", old="Quay 4 is the loading dock.")
+    assert admin(service, "undo", taken).data["code"] == "ok"
+    taken = edit(service, "remove", file="memory", old="Quay 4 is the loading dock.")
+    assert admin(service, "withdraw", sessions=["chat-wrong"], reason="mistaken").data["code"] == "ok"
+    reply = admin(service, "revert", taken)
+    assert reply.data["code"] == "refused:withdrawn", reply.text
+    assert reply.text == (
+        f"reverting {taken} would put back an entry of memory.md that is withdrawn; reinstate it first "
+        "(bxctl memory controls), or edit by hand; nothing was reverted"
+    )
 
 
 def test_text_from_an_above_private_origin_needs_yes(home: Path, service: Memoryd) -> None:

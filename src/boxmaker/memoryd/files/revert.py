@@ -27,8 +27,9 @@ from typing import Literal
 
 from boxmaker.memoryd.files.entries import prepare
 
-#: The marker an erasure leaves for erased text (proto.erasure.marker), with or without its id.
-_ERASED = re.compile(r"\[erased(?: (memerase-\d{4}-\d{2}-\d{2}-\d{3,}))?\]")
+#: The marker an erasure leaves for erased text (proto.erasure.marker, which names the erasure; a bare
+#: ``[erased]`` is text the owner may have typed).
+_ERASED = re.compile(r"\[erased (memerase-\d{4}-\d{2}-\d{2}-\d{3,})\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +128,10 @@ def _place(before: Sequence[str], entry: str, keys: list[str]) -> int:
 
 
 def erased_in(entries: Iterable[str]) -> str | None:
-    """The erasure that erased text of one of `entries` (``memerase-…``, or "" for a marker without an
-    id), or None when none holds an erasure's marker."""
+    """The erasure (``memerase-…``) that erased text of one of `entries`, or None when none holds an
+    erasure's marker."""
     for entry in entries:
         found = _ERASED.search(entry)
         if found is not None:
-            return found.group(1) or ""
+            return found.group(1)
     return None

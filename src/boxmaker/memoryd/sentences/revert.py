@@ -70,10 +70,10 @@ def nothing_to_revert(edit: str, file: str) -> Refusal:
 
 def erased(edit: str, erasure: str) -> Refusal:
     """The edit wrote or took out text an authorised erasure erased: it cannot come back."""
-    by = f"erasure {erasure}" if erasure else "an erasure"
     return Refusal(
         Code.ERASED,
-        f"{edit} touched text that {by} erased; erased text never comes back; nothing was reverted",
+        f"{edit} touched text that erasure {erasure} erased; erased text never comes back; nothing was "
+        "reverted",
     )
 
 
