@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from item_helpers import capture, withdraw
 from test_proposals import proposal_id, propose
 
@@ -84,6 +86,35 @@ def test_the_plan_puts_entries_back_at_their_old_place(
     else:
         assert isinstance(outcome, Restore)
         assert list(outcome.entries) == expected
+
+
+_ENTRY = st.sampled_from([f"Entry {c}." for c in "abcdefgh"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.lists(_ENTRY, unique=True, max_size=6),
+    after=st.lists(_ENTRY, unique=True, max_size=6),
+    others=st.lists(st.sampled_from([f"Later {c}." for c in "xyz"]), unique=True, max_size=3),
+    seed=st.randoms(use_true_random=False),
+)
+def test_a_revert_gives_before_back_around_later_entries(
+    before: list[str], after: list[str], others: list[str], seed: Any
+) -> None:
+    """Whatever the edit, with later edits that only added other entries, the revert puts the edit's
+    entries back in `before`'s order and keeps every later entry."""
+    current = list(after)
+    for entry in others:
+        current.insert(seed.randint(0, len(current)), entry)
+    outcome = plan(before, after, current)
+    if before == after:
+        assert outcome == Blocked("nothing")
+        return
+    assert isinstance(outcome, Restore)
+    assert [e for e in outcome.entries if e not in others] == before
+    assert sorted(e for e in outcome.entries if e in others) == sorted(others)
+    if not others:
+        assert list(outcome.entries) == before  # nothing followed: before exactly
 
 
 def test_the_plan_is_blocked_per_entry() -> None:

@@ -28,8 +28,9 @@ file holds exactly what it left. `revert` takes back any edit whose *entries* ar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from boxmaker.memoryd.files.edits import Outcome, vet_entry
@@ -119,16 +120,16 @@ def check(
             if outcome.kind == "gone"
             else said.restored_duplicate(edit, file)
         )
-    refusal = _rules(spec, outcome, soul)
-    if refusal is not None:
-        return said.not_reverted(edit, refusal.code, refusal.sentence)
     origins: list[Origin] = []
     if full or withdrawn is not None:
         for entry in outcome.restored:
-            origin, writers = _origin(lines[at + 1 :], file, entry)
+            origin, writers = _origin(islice(lines, at + 1, None), file, entry)
             if withdrawn is not None and withdrawn(file, entry, writers):
                 return said.withdrawn(edit, file)
             origins.append(origin)
+    refusal = _rules(spec, outcome, soul)
+    if refusal is not None:
+        return said.not_reverted(edit, refusal.code, refusal.sentence)
     return Ready(target, spec, outcome, tuple(origins))
 
 
@@ -166,7 +167,7 @@ def _later_change(newer: Sequence[dict[str, Any]], file: str, key: str) -> dict[
     return None
 
 
-def _origin(older: Sequence[dict[str, Any]], file: str, entry: str) -> tuple[Origin, tuple[str, ...]]:
+def _origin(older: Iterable[dict[str, Any]], file: str, entry: str) -> tuple[Origin, tuple[str, ...]]:
     """Where `entry` of `file` came from (module docstring), and the sessions that wrote it (the line's
     session and its origin's name: a withdrawn one withdraws the entry)."""
     key = prepare(entry)
