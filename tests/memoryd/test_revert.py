@@ -173,6 +173,10 @@ def test_an_older_edit_is_reverted_while_later_edits_of_other_entries_stand(
     redo = admin(service, "revert", new)
     assert redo.data["code"] == "ok", redo.text
     assert entries(home) == ["Bravo two.", "Charlie.", "Delta."]
+    # the journal's chain and replay agree with the files after two reverts (the two halves of issue 19)
+    checked = admin(service, "verify")
+    assert checked.data["intact"], checked.text
+    assert "memory.md" in checked.data["checked_by_replay"]
 
 
 def test_a_conflict_names_the_later_edit_and_changes_nothing(home: Path, service: Memoryd) -> None:
