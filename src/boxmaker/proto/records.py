@@ -114,7 +114,20 @@ class TurnEnd(_Record, frozen=True, tag="turn_end"):
     code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
-Record: TypeAlias = SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary | TurnEnd
+class Flush(_Record, frozen=True, tag="flush", omit_defaults=True):
+    """loopd's memory flush before compaction (added by issue 19), written once it is over, at most one
+    per epoch: `outcome` ``done`` when the flush turn (a `user` record with speaker ``loopd``, the
+    model's replies and its tool calls, just before this record) ended with a reply, ``failed`` when it
+    did not or could not run, `why` saying why (a timeout, the model failing, no room left); the session
+    is then compacted without it. Not a message: the replay skips it."""
+
+    outcome: Literal["done", "failed"]
+    why: Annotated[str, msgspec.Meta(max_length=2000)] = ""
+
+
+Record: TypeAlias = (
+    SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary | TurnEnd | Flush
+)
 
 _DECODER = msgspec.json.Decoder(Record)
 
