@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import math
+import re
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -270,3 +271,30 @@ def test_flush_due_at_80_percent_of_the_default_threshold() -> None:
     assert not flush_due(79, 100, 0.85, 0.05)
     assert not flush_due(None, 100, 0.85, 0.05)
     assert not flush_due(80, None, 0.85, 0.05)
+
+
+def test_the_flush_settings_and_their_defaults(home: Path) -> None:
+    from boxmaker.loopd import config as loopd_config
+    from boxmaker.proto.errors import ConfigError
+
+    defaults = loopd_config.load(None, str(home))
+    assert (defaults.flush, defaults.flush_margin, defaults.flush_timeout_s) == (True, 0.05, 60.0)
+    assert defaults.flush_prompt == packaged_starter("flush.md")
+    path = home.parent / "loopd.toml"
+    path.write_text("[compact]\nflush = false\nflush_margin = 0.1\nflush_timeout_s = 5\n", encoding="utf-8")
+    read = loopd_config.load(path, str(home))
+    assert (read.flush, read.flush_margin, read.flush_timeout_s) == (False, 0.1, 5.0)
+    (home.parent / "flush.md").write_text("Save now.", encoding="utf-8")
+    assert loopd_config.load(path, str(home)).flush_prompt == home.parent / "flush.md"
+    for text, said in [
+        ("threshold = 0.3\nflush_margin = 0.3\n", "flush_margin = 0.3 must be below threshold = 0.3"),
+        ("flush_timeout_s = 0\n", "flush_timeout_s"),
+        ("flush_margin = -0.1\n", "flush_margin"),
+        ("flush_prompt = 'absent.md'\n", "flush_prompt"),
+        ("flush_now = true\n", "flush_now"),
+    ]:
+        path.write_text("[compact]\n" + text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            loopd_config.load(path, str(home))
+    path.write_text("[compact]\nflush = false\nthreshold = 0.3\nflush_margin = 0.3\n", encoding="utf-8")
+    assert not loopd_config.load(path, str(home)).flush  # off: the margin is not used
