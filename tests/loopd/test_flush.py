@@ -24,14 +24,14 @@ from hypothesis import strategies as st
 from test_loop import FakeBroker, FakeMemory, Rig
 
 from boxmaker.loopd.compact import fallback_summary
-from boxmaker.loopd.flush import FLUSH_SPEAKER, Budget, budget, timeout_sentence
+from boxmaker.loopd.flush import FLUSH_SPEAKER, Budget, budget, outside_sentence, timeout_sentence
 from boxmaker.loopd.loop import LoopSettings
 from boxmaker.loopd.model import Completion, ModelError
 from boxmaker.loopd.session import Session
 from boxmaker.loopd.tools import core_tools
 from boxmaker.loopd.trigger import flush_due
 from boxmaker.proto.messages import ToolRequest, ToolResponse
-from boxmaker.proto.records import EpochEnd, Flush, Usage, User
+from boxmaker.proto.records import EpochEnd, Flush, ToolResult, Usage, User
 from boxmaker.proto.settings import packaged_starter
 from fakes.llama_server import FakeLlamaServer, FakeReply, default_reply, text_of
 
@@ -298,3 +298,38 @@ def test_the_flush_settings_and_their_defaults(home: Path) -> None:
             loopd_config.load(path, str(home))
     path.write_text("[compact]\nflush = false\nthreshold = 0.3\nflush_margin = 0.3\n", encoding="utf-8")
     assert not loopd_config.load(path, str(home)).flush  # off: the margin is not used
+
+
+def test_the_flush_runs_only_the_memory_tools(home: Path) -> None:
+    rig = deep(home, at=0.81)
+    fetch = ("call_tool", {"name": "http_fetch", "arguments": {"url": "http://127.0.0.1:9/x"}})
+    rig.server.script(
+        FakeReply(tool_calls=[fetch, ("recall", {"query": "boat"})]), FakeReply(content="Nothing new.")
+    )
+    rig.loop.turn("chat-one", "second")
+    assert [r.tool for r in rig.broker.requests] == ["recall"]  # http_fetch never reached brokerd
+    results = [r for r in rig.records("chat-one") if isinstance(r, ToolResult)]
+    assert [(r.call, r.content) for r in results] == [
+        ("http_fetch", outside_sentence("http_fetch")),
+        ("recall", "result of recall"),
+    ]
+    assert [f.outcome for f in flush_records(rig)] == ["done"]
+
+
+def test_the_flush_prompt_is_not_indexed_but_what_the_flush_saved_is() -> None:
+    from boxmaker.memoryd.index.walk import Rows, Walk, walk_records
+    from boxmaker.proto.labels import DataClass
+    from boxmaker.proto.records import Assistant, ToolCall
+
+    call = ToolCall(id="c1", name="memory", arguments=json.dumps({"action": "add", "text": FACT}))
+    records = [
+        User(time="2026-11-29T12:00:00Z", content=FLUSH, speaker=FLUSH_SPEAKER),
+        Assistant(time="2026-11-29T12:00:01Z", tool_calls=[call]),
+        Assistant(time="2026-11-29T12:00:02Z", content="Saved the boat's name."),
+    ]
+    rows = Rows()
+    walk_records("chat-one", 0, 1, records, Walk(), max_class=DataClass.PRIVATE, rows=rows)
+    shown = [source[11] for source in rows.sources]
+    assert not any(FLUSH in text for text in shown)
+    assert any(FACT in text for text in shown)
+    assert "Saved the boat's name." in shown

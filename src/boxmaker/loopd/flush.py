@@ -6,6 +6,8 @@ more (`trigger.flush_due`) and its epoch has had no flush yet, loopd runs one tu
 slot, with the session's own tools and id (so brokerd and memoryd apply the session's own label: a
 tainted or above-private session's memory writes become notes, never identity), while it holds the
 session busy as for compaction (`Loop`). Its user text is ``flush.md`` (``[compact] flush_prompt``).
+It runs only `FLUSH_TOOLS` (memory, recall, clock, find_tool); another tool's call is answered as not
+run (`outside_sentence`), so the flush neither waits on an approval nor reads new outside content.
 
 The turn is logged in the epoch it runs in, like any other (a `user` record with speaker ``loopd`` once
 the model has answered, then ``assistant``, ``usage`` and ``tool_result`` records), so the epoch's next
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.model import ContextFull
 from boxmaker.loopd.session import Session, SessionError
+from boxmaker.loopd.tools import route
 from boxmaker.loopd.turn import (
     Control,
     Model,
@@ -42,12 +45,16 @@ from boxmaker.loopd.turn import (
     log_result,
     not_run_sentence,
 )
-from boxmaker.proto.records import Assistant, Flush, User, format_time
+from boxmaker.proto.records import LOOPD_SPEAKER, Assistant, Flush, User, format_time
 
 log = logging.getLogger("boxmaker.loopd")
 
-#: The `speaker` of the flush turn's `user` record: its text is loopd's, not the owner's.
-FLUSH_SPEAKER = "loopd"
+#: The `speaker` of the flush turn's `user` record: its text is loopd's, not the owner's (not indexed).
+FLUSH_SPEAKER = LOOPD_SPEAKER
+#: The tools a flush turn runs: memory and what helps to use it. A call of another tool (through
+#: `call_tool`) is answered as not run: it could wait for the owner's approval past the flush's time,
+#: or read new untrusted content into the session just before it is summarised.
+FLUSH_TOOLS = frozenset({"memory", "recall", "clock", "find_tool"})
 #: The longest reply of one flush request, in tokens (a memory write is a short tool call).
 REPLY_TOKENS = 512
 #: The fewest reply tokens worth a flush; with less room left, it is not run.
@@ -100,6 +107,14 @@ def flushed(session: Session) -> bool:
 def cap_sentence(cap: int) -> str:
     """The assistant record that ends a flush turn which reached its tool-call limit."""
     return f"I stopped saving: the memory flush reached its limit of {cap:,} tool calls."
+
+
+def outside_sentence(tool: str) -> str:
+    """The tool result of a flush's call to a tool it does not run (`FLUSH_TOOLS`)."""
+    return (
+        f"not run: the memory flush before compaction runs only {', '.join(sorted(FLUSH_TOOLS))}; "
+        f"{tool[:64]} was not called"
+    )
 
 
 def timeout_sentence(seconds: float) -> str:
@@ -232,6 +247,12 @@ class Flusher:
                         continue
                     control.check(session.id)
                     calls += 1
+                    routed = route(call.name, call.arguments)
+                    if routed.problem is None and routed.tool not in FLUSH_TOOLS:
+                        log_result(
+                            session, call, routed.tool, outside_sentence(routed.tool), NO_DATA, now=self.now
+                        )
+                        continue
                     call_tool(self.broker, session, call, self.now)
                 if capped:
                     session.append(Assistant(time=format_time(self.now()), content=cap_sentence(spend.calls)))

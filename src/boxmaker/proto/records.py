@@ -40,10 +40,16 @@ class SessionStart(_Record, frozen=True, tag="session_start"):
     baseline: Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
 
 
+#: The `speaker` of a `user` record whose text is loopd's own fixed prompt (the memory flush before
+#: compaction, issue 19): not the owner's words, and not indexed.
+LOOPD_SPEAKER = "loopd"
+
+
 class User(_Record, frozen=True, tag="user", omit_defaults=True):
     """What the owner (or a scheduler prompt) said; `speaker` names who, when known (left out of the
     line when not known): ``scheduler`` for a heartbeat turn and ``job:<name>`` for a cron job's run
-    (issue 18), a speaker's name in imported conversations; absent for the owner."""
+    (issue 18), ``loopd`` (`LOOPD_SPEAKER`) for the memory flush's prompt (issue 19), a speaker's name
+    in imported conversations; absent for the owner."""
 
     content: str
     speaker: str | None = None
