@@ -9,6 +9,7 @@ few turns into a session whose start (system.md, the memory block, the tool sche
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import tempfile
@@ -105,7 +106,7 @@ def epoch_zero(home: Path, session: str) -> list[Any]:
 def test_a_session_nearing_compaction_saves_a_fact_that_is_in_the_next_epochs_baseline(
     box: tuple[Path, FakeLlamaServer, str],
 ) -> None:
-    home, _, _ = box
+    home, model, _ = box
     fact = "The heron nests by the old mill."
     bxctl(home, "chat", "--session", "chat-heron", "-m", "Note for later: the heron nests by the old mill.")
     assert fact not in (home / "memory" / "memory.md").read_text()  # the turn itself saved nothing
@@ -120,6 +121,19 @@ def test_a_session_nearing_compaction_saves_a_fact_that_is_in_the_next_epochs_ba
     said = next(r for r in records if isinstance(r, User) and r.speaker == "loopd")
     assert said.content == FLUSH
     assert records.index(said) < records.index(flushes[0]) < len(records) - 1
+    # every request of epoch 0 on the live slot, the flush's among them, extends the one before it
+    sent = [
+        body["messages"]
+        for path, body in model.requests
+        if path == "/v1/chat/completions"
+        and body.get("id_slot") == 0
+        and body["messages"][1]["content"].startswith("Note for later: the heron")
+    ]
+    assert len(sent) >= 4
+    assert sum(m[-1]["content"] == FLUSH for m in sent) == 1
+    for before, after in itertools.pairwise(sent):
+        assert after[: len(before)] == before
+        assert after[len(before)]["role"] == "assistant"
     shown = bxctl(home, "sessions", "show", "chat-heron", "--json").stdout
     assert json.loads(shown)["epochs"][0]["flush"] == {"outcome": "done", "why": ""}
     journal = [
