@@ -65,14 +65,15 @@ class MemoryBroker(FakeBroker):
         return super().call(request)
 
 
-def deep(home: Path, at: float, **changes: Any) -> Rig:
-    """A rig whose session chat-one is `at` x n_ctx deep after its first turn (which holds the note)."""
+def deep(home: Path, at: float, session: str = "chat-one", **changes: Any) -> Rig:
+    """A rig whose `session` is `at` x n_ctx deep after its first turn (which holds the note); a
+    ``heartbeat`` session runs on the background slot."""
     rig = Rig(home, server=FakeLlamaServer(n_ctx=1_000_000, slots=2))
     rig.server.default = saving_model
     rig.broker = MemoryBroker(rig.memory)
     rig.loop.broker = rig.broker
-    rig.loop.turn("chat-one", NOTE + " " + "word " * 20000)
-    depth = Session.open(rig.sessions, "chat-one").depth()
+    rig.loop.turn(session, NOTE + " " + "word " * 20000, background=session == "heartbeat")
+    depth = Session.open(rig.sessions, session).depth()
     assert depth is not None
     base = {"main_slot": 0, "tool_calls_per_turn": 16, "max_tokens": 256, "background_slot": 1}
     rig.loop.settings = LoopSettings(**{**base, "n_ctx": math.ceil(depth / at), **changes})
@@ -157,6 +158,17 @@ def test_a_flush_due_with_the_compaction_runs_first_and_the_summary_sees_it(home
     assert FACT in json.loads((rig.sessions / "chat-one" / "1.baseline.json").read_text())["system"]
     summary_fallback = fallback_summary(Session.open(rig.sessions, "chat-one"), 4000)
     assert FLUSH not in summary_fallback  # loopd's prompt is not one of the owner's messages
+
+
+def test_a_session_on_the_background_slot_flushes_there(home: Path) -> None:
+    rig = deep(home, at=0.81, session="heartbeat")
+    before = len(rig.chat_requests())
+    rig.loop.turn("heartbeat", "It is time.", background=True, speaker="scheduler")
+    sent = rig.chat_requests()[before:]
+    assert [(is_flush(r), r["id_slot"], "tools" in r) for r in sent] == [(True, 1, True)] * 2 + [
+        (False, 1, True)
+    ]
+    assert [(r.session, r.tool) for r in rig.broker.requests] == [("heartbeat", "memory")]
 
 
 def test_flush_false_sends_no_extra_request(home: Path) -> None:
