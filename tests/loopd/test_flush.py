@@ -24,14 +24,22 @@ from hypothesis import strategies as st
 from test_loop import FakeBroker, FakeMemory, Rig
 
 from boxmaker.loopd.compact import fallback_summary
-from boxmaker.loopd.flush import FLUSH_SPEAKER, Budget, budget, outside_sentence, timeout_sentence
+from boxmaker.loopd.flush import (
+    FLUSH_SPEAKER,
+    Budget,
+    budget,
+    outside_sentence,
+    reply_room,
+    room_sentence,
+    timeout_sentence,
+)
 from boxmaker.loopd.loop import LoopSettings
 from boxmaker.loopd.model import Completion, ModelError
 from boxmaker.loopd.session import Session
 from boxmaker.loopd.tools import core_tools
 from boxmaker.loopd.trigger import flush_due
 from boxmaker.proto.messages import ToolRequest, ToolResponse
-from boxmaker.proto.records import EpochEnd, Flush, ToolResult, Usage, User
+from boxmaker.proto.records import Assistant, EpochEnd, Flush, ToolResult, Usage, User
 from boxmaker.proto.settings import packaged_starter
 from fakes.llama_server import FakeLlamaServer, FakeReply, default_reply, text_of
 
@@ -256,13 +264,29 @@ def test_no_room_left_is_a_failed_flush_without_a_request(home: Path) -> None:
 
 def test_the_budget_fits_in_what_is_left() -> None:
     assert budget(1000, 1000, "x" * 300, 2048, 16) is None
-    spend = budget(20_000, 32_768, "x" * 900, 2048, 16)
-    assert spend == Budget(512, 16)
+    assert budget(20_000, 32_768, "x" * 900, 2048, 16) == Budget(2048, 16)
     assert budget(80_000, 100_000, "x" * 900, 200, 3) == Budget(200, 3)
     small = budget(3_300, 4_096, "x" * 900, 2048, 16)
-    assert small is not None
     left = 4_096 - 3_300 - (300 + 16)
-    assert small.calls * (small.max_tokens + 128) + small.max_tokens <= left
+    assert small == Budget(left // 2, 1)
+    assert small.max_tokens + small.calls * 128 + 64 <= left
+    assert reply_room(4_096, 3_300, 900, None) == left // 2
+    assert reply_room(4_096, 4_000, 900, 2048) < 0
+
+
+def test_a_flush_stops_when_too_little_of_the_context_is_left(home: Path) -> None:
+    rig = deep(home, at=0.95)
+    rig.broker.outputs["recall"] = "found " * 1500  # 9,000 characters: more than is left
+    rig.server.script(FakeReply(tool_calls=[("recall", {"query": "boat"})]), FakeReply(content=SUMMARY))
+    before = len(rig.chat_requests())
+    assert rig.loop.turn("chat-one", "second").epoch == 1
+    sent = rig.chat_requests()[before:]
+    assert [(is_flush(r), r["id_slot"]) for r in sent] == [(True, 0), (False, 1), (False, 0)]
+    records = rig.records("chat-one")
+    closing = [r for r in records if isinstance(r, Assistant) and r.content == room_sentence()]
+    assert len(closing) == 1
+    assert records.index(closing[0]) == len(records) - 3  # then the flush record, then epoch_end
+    assert [f.outcome for f in flush_records(rig)] == ["done"]
 
 
 @given(
@@ -331,7 +355,7 @@ def test_the_flush_runs_only_the_memory_tools(home: Path) -> None:
 def test_the_flush_prompt_is_not_indexed_but_what_the_flush_saved_is() -> None:
     from boxmaker.memoryd.index.walk import Rows, Walk, walk_records
     from boxmaker.proto.labels import DataClass
-    from boxmaker.proto.records import Assistant, ToolCall
+    from boxmaker.proto.records import ToolCall
 
     call = ToolCall(id="c1", name="memory", arguments=json.dumps({"action": "add", "text": FACT}))
     records = [

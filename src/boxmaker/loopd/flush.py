@@ -16,8 +16,10 @@ record ends it: ``done``, or ``failed`` with why (the time ``[compact] flush_tim
 model failed, no room was left). A failed flush is closed like a failed turn (`turn.close_turn`), said
 once (loopd's log and that record), and the session is compacted without it, when it is due, as before.
 
-Its replies get at most `Budget.max_tokens` tokens and it may run `Budget.calls` tool calls: what fits
-in the part of the context the session has not used yet (`budget`).
+It gets what fits in the part of the context the session has not used yet: a tool-call cap and a reply
+budget at its start (`budget`), and before each further request the reply budget that is left
+(`reply_room`, from the slot's depth the last reply reported and the tool results since); when too little
+is left for another reply, the flush stops there (`room_sentence`).
 """
 
 from __future__ import annotations
@@ -55,11 +57,11 @@ FLUSH_SPEAKER = LOOPD_SPEAKER
 #: `call_tool`) is answered as not run: it could wait for the owner's approval past the flush's time,
 #: or read new untrusted content into the session just before it is summarised.
 FLUSH_TOOLS = frozenset({"memory", "recall", "clock", "find_tool"})
-#: The longest reply of one flush request, in tokens (a memory write is a short tool call).
-REPLY_TOKENS = 512
-#: The fewest reply tokens worth a flush; with less room left, it is not run.
-MIN_REPLY_TOKENS = 32
-#: Room kept for each tool result in the flush's budget, in tokens (a memory write's answer is a line).
+#: The longest reply of one flush request when `[limits] max_tokens` is not set, in tokens.
+REPLY_TOKENS = 2048
+#: The fewest reply tokens worth a request of the flush; with less room left, it is not run or stops.
+MIN_REPLY_TOKENS = 64
+#: Room kept for each tool call and its result in the flush's cap, in tokens (a memory write is short).
 RESULT_TOKENS = 128
 #: Characters per token assumed when the flush prompt's size is estimated (few, to be safe).
 CHARS_PER_TOKEN = 3
@@ -77,20 +79,29 @@ class Budget:
     calls: int
 
 
+def reply_room(n_ctx: int, depth: int, pending_chars: int, max_tokens: int | None) -> int:
+    """The reply budget of the flush's next request, in tokens: half of what is left of the context
+    (`n_ctx` - `depth`, the slot's depth after the last request, - the text sent since, `pending_chars`,
+    estimated at `CHARS_PER_TOKEN` characters a token), so that tool results and a last reply still fit
+    after it; at most `max_tokens` (``[limits] max_tokens``, `REPLY_TOKENS` when unset). May be 0 or less:
+    no room."""
+    left = n_ctx - depth - (pending_chars // CHARS_PER_TOKEN + MESSAGE_TOKENS)
+    return min(max_tokens or REPLY_TOKENS, left // 2)
+
+
 def budget(depth: int, n_ctx: int, prompt: str, max_tokens: int | None, cap: int) -> Budget | None:
-    """The flush's budget in what is left of the context: `n_ctx` - `depth` - the prompt (estimated at
-    `CHARS_PER_TOKEN` characters a token). Each reply gets a third of that, at most `max_tokens` and
-    `REPLY_TOKENS`; each tool call costs a reply and `RESULT_TOKENS`, and the last reply must fit too;
-    the calls are at most `cap` (``[limits] tool_calls_per_turn``).
+    """The flush's budget at its start: its first request's reply budget (`reply_room` with the prompt
+    as the text sent), and its tool-call cap: as many calls as fit in the rest at `RESULT_TOKENS` each
+    with a reply of `MIN_REPLY_TOKENS` after them, at most `cap` (``[limits] tool_calls_per_turn``).
 
     Returns:
-        None when there is no room for one call and a reply of `MIN_REPLY_TOKENS` (the flush is not run).
+        None when there is no room for a first reply of `MIN_REPLY_TOKENS` and one call (not run).
     """
-    left = n_ctx - depth - (len(prompt) // CHARS_PER_TOKEN + MESSAGE_TOKENS)
-    reply = min(max_tokens or REPLY_TOKENS, REPLY_TOKENS, left // 3)
+    reply = reply_room(n_ctx, depth, len(prompt), max_tokens)
     if reply < MIN_REPLY_TOKENS:
         return None
-    calls = min(cap, (left - reply) // (reply + RESULT_TOKENS))
+    left = n_ctx - depth - (len(prompt) // CHARS_PER_TOKEN + MESSAGE_TOKENS)
+    calls = min(cap, (left - reply - MIN_REPLY_TOKENS) // RESULT_TOKENS)
     return Budget(reply, calls) if calls >= 1 else None
 
 
@@ -107,6 +118,12 @@ def flushed(session: Session) -> bool:
 def cap_sentence(cap: int) -> str:
     """The assistant record that ends a flush turn which reached its tool-call limit."""
     return f"I stopped saving: the memory flush reached its limit of {cap:,} tool calls."
+
+
+def room_sentence() -> str:
+    """The assistant record that ends a flush turn when too little of the context is left for another
+    reply."""
+    return "I stopped saving: too little of the context is left for the memory flush to go on."
 
 
 def outside_sentence(tool: str) -> str:
@@ -188,7 +205,7 @@ class Flusher:
             why = no_room_sentence(depth, n_ctx)
         elif spend is not None:
             try:
-                calls = self.run(session, text, spend, timeout_s)
+                calls = self.run(session, text, spend, timeout_s, n_ctx)
             except FlushFailed as exc:
                 why = exc.why
             except (OSError, SessionError) as exc:
@@ -208,9 +225,11 @@ class Flusher:
                 why,
             )
 
-    def run(self, session: Session, prompt: str, spend: Budget, timeout_s: float) -> int:
+    def run(self, session: Session, prompt: str, spend: Budget, timeout_s: float, n_ctx: int) -> int:
         """Run the flush turn and log it in the session's current epoch; how many tool calls it ran (at
-        most `spend.calls`: the calls past it are logged as not run and the turn ends).
+        most `spend.calls`: the calls past it are logged as not run and the turn ends). Its first
+        request may reply `spend.max_tokens` tokens, each later one what `reply_room` leaves in `n_ctx`;
+        with less than `MIN_REPLY_TOKENS` left, the turn ends there (`room_sentence`).
 
         The turn is cancelled when `timeout_s` seconds pass (a tool call already running finishes first:
         brokerd's own timeout bounds it). A turn that fails after its `user` record was logged is closed
@@ -229,8 +248,9 @@ class Flusher:
             said: User | None = User(time=format_time(self.now()), content=prompt, speaker=FLUSH_SPEAKER)
             messages = [*session.messages(), {"role": "user", "content": prompt}]
             calls = 0
+            reply = spend.max_tokens
             while True:
-                completion = complete(self.model, session, messages, spend.max_tokens, control)
+                completion = complete(self.model, session, messages, reply, control)
                 if said is not None:
                     session.append(said)
                     said, logged = None, True
@@ -258,6 +278,14 @@ class Flusher:
                     session.append(Assistant(time=format_time(self.now()), content=cap_sentence(spend.calls)))
                     return calls
                 messages = session.messages()
+                results = sum(
+                    len(str(m.get("content") or ""))
+                    for m in messages[len(messages) - len(completion.tool_calls) :]
+                )
+                reply = reply_room(n_ctx, session.depth() or 0, results, spend.max_tokens)
+                if reply < MIN_REPLY_TOKENS:
+                    session.append(Assistant(time=format_time(self.now()), content=room_sentence()))
+                    return calls
         except TurnCancelled:
             failed = FlushFailed("flush-timeout", timeout_sentence(timeout_s))
         except TurnFailed as exc:
