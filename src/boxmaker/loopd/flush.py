@@ -73,7 +73,8 @@ WHY_CHARS = 500
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """What one flush turn may spend: the reply budget of each request (tokens) and its tool calls."""
+    """What one flush turn may spend: its first request's reply budget in tokens (a later request's is at
+    most that, `reply_room`), and its tool calls."""
 
     max_tokens: int
     calls: int
