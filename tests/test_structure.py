@@ -57,6 +57,7 @@ def test_proto_imports_no_role_and_no_rich_or_click() -> None:
 PURE = [
     "memoryd/files/entries.py",
     "memoryd/files/edits.py",
+    "memoryd/files/revert.py",
     "memoryd/check/rules.py",
     "memoryd/check/phrases.py",
     "memoryd/index/query.py",

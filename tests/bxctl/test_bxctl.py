@@ -93,6 +93,8 @@ def test_reindex_prints_the_counts(fake: FakeMemoryd) -> None:
         (["memory", "log", "5"], "log", "5", {}),
         (["memory", "undo"], "undo", "", {}),
         (["memory", "undo", "2026-09-24-0003"], "undo", "2026-09-24-0003", {}),
+        (["memory", "revert", "2026-09-24-0003"], "revert", "2026-09-24-0003", {}),
+        (["memory", "revert", "--yes", "2026-09-24-0003"], "revert", "2026-09-24-0003", {"yes": True}),
         (["memory", "pending"], "pending", "", {}),
         (["memory", "accept", "p-2026-09-24-0001"], "accept", "p-2026-09-24-0001", {}),
         (["memory", "reject", "p-2026-09-24-0001"], "reject", "p-2026-09-24-0001", {}),

@@ -816,6 +816,10 @@ def test_an_entry_leaves_the_block_only_when_its_newest_addition_was_the_withdra
     added = {"where": "memory.md", "before": [], "after": ["x"], "session": "chat-bad"}
     assert withdrawn_entries(withdrawn, files, iter([damaged, added])) == {("memory.md", "x")}
     assert withdrawn_entries(withdrawn, files, iter([added_back, removed, added])) == set()
+    # an undo or a revert by the owner puts back what the withdrawn session wrote: still its entry
+    for action in ("undo", "revert"):
+        put_back = {**added_back, "session": "owner", "action": action}
+        assert withdrawn_entries(withdrawn, files, iter([put_back, removed, added])) == {("memory.md", "x")}
 
 
 def test_a_reinstatement_of_a_reinstatement_is_broken_and_keeps_the_scope_excluded() -> None:

@@ -3,7 +3,7 @@
 Each command talks to memoryd's admin socket (``--memory-socket``, default
 ``{home}/run/owner-memory/admin.sock``). Entries are printed escaped; listings take ``--json``.
 
-The commands live by family: `edits` (log, undo, pending, accept, reject, add, note), `views` (files,
+The commands live by family: `edits` (log, undo, revert, pending, accept, reject, add, note), `views` (files,
 show, search; and the root ``bxctl reindex``), `items` (items, item, supersede, status, reconcile),
 `review` (review, tiers, feedback), `withdrawal` (withdraw, reinstate, controls), `bundle` (archive,
 export, import, replay, repair, verify), `dream` (warm, dream), `erase` (erase, erasures) and `proposals`.
@@ -42,6 +42,7 @@ def memory() -> None:
 for _command in (
     edits.memory_log,
     edits.memory_undo,
+    edits.memory_revert,
     edits.memory_pending,
     edits.memory_accept,
     edits.memory_reject,

@@ -1,5 +1,5 @@
-"""``bxctl memory log``, ``undo``, ``pending``, ``accept``, ``reject``, ``add`` and ``note``: the edits of
-the memory files, the agent's and yours (M5a section 10; DESIGN 10.4).
+"""``bxctl memory log``, ``undo``, ``revert``, ``pending``, ``accept``, ``reject``, ``add`` and ``note``:
+the edits of the memory files, the agent's and yours (M5a section 10; DESIGN 10.4; issue 19).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from boxmaker.bxctl.state import State, pass_state
 def memory_log(state: State, count: int, memory_socket: Path | None, as_json: bool) -> None:
     """List the newest COUNT memory edits (default 20), oldest first.
 
+    An edit that `bxctl memory revert` can take back now is marked (revertable); with --json each
+    line has "revertable": true or false.
+
     \b
     Example:
         bxctl memory log 5
@@ -38,13 +41,42 @@ def memory_log(state: State, count: int, memory_socket: Path | None, as_json: bo
 def memory_undo(state: State, edit_id: str, memory_socket: Path | None, as_json: bool) -> None:
     """Undo EDIT_ID (default: the latest edit of memory.md or user.md).
 
-    It must be the latest edit of its file, and the file must still hold what it left.
+    It must be the latest edit of its file, and the file must still hold what it left. To take
+    back an older edit while later edits of other entries stand, use `bxctl memory revert`.
 
     \b
     Example:
         bxctl memory undo 2026-09-24-0003
     """
     client.emit(client.admin(memory_socket_path(state, memory_socket), "undo", edit_id), as_json)
+
+
+@click.command(name="revert")
+@click.argument("edit_id")
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Put back text that came from an untrusted or above-private origin (it reaches every session).",
+)
+@memory_socket_option
+@json_option
+@pass_state
+def memory_revert(state: State, edit_id: str, yes: bool, memory_socket: Path | None, as_json: bool) -> None:
+    """Revert the edit EDIT_ID of memory.md, user.md or conventions.md, however old.
+
+    The entries it wrote are taken out and the entries it took out come back at their old place, as
+    long as no later edit changed those entries (later edits of other entries stay). Otherwise it is
+    refused, naming the later edit: revert that one first, or edit by hand. What comes back passes
+    every check and the limit; entries moved to notes.md stay there. The revert is journalled and
+    can itself be reverted. `bxctl memory log` marks the edits that can be reverted now.
+
+    \b
+    Example:
+        bxctl memory log
+        bxctl memory revert 2026-09-17-0004
+    """
+    args = {"yes": True} if yes else {}
+    client.emit(client.admin(memory_socket_path(state, memory_socket), "revert", edit_id, args), as_json)
 
 
 @click.command(name="pending")

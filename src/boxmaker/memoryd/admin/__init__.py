@@ -3,8 +3,9 @@
 | command | arg / args | does |
 |---|---|---|
 | status | | what runs: home, index size, review |
-| log | arg: N (default 20) | the newest N journal lines, oldest first |
+| log | arg: N (default 20) | the newest N journal lines, oldest first, each with `revertable` |
 | undo | arg: edit id ("" = the latest edit of memory.md or user.md) | reverts it, or says why not |
+| revert | arg: edit id; args: {"yes": bool} | reverts any edit entry by entry (`write.revert`) |
 | pending | | staged writes waiting for the owner |
 | accept, reject | arg: pending id | applies (with every check) or discards one |
 | files | | each file's usage against its limit (and soul.md with conventions.md); entries left out |

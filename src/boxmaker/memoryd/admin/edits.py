@@ -1,19 +1,23 @@
 """The owner's edits of identity and notes, and the review of staged writes (M5a sections 5 and 10):
-``undo``, ``pending``, ``accept``, ``reject``, ``add``, ``remove``, ``replace``, ``note``; each write goes
-through the writer with every rule, journalled as the owner's."""
+``undo``, ``revert`` (issue 19: any edit, entry by entry; `write.revert`), ``pending``, ``accept``,
+``reject``, ``add``, ``remove``, ``replace``, ``note``; each write goes through the writer with every
+rule, journalled as the owner's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from boxmaker.memoryd.admin.arguments import valid
 from boxmaker.memoryd.admin.command import Command
-from boxmaker.memoryd.admin.replies import answer
+from boxmaker.memoryd.admin.replies import answer, refused
 from boxmaker.memoryd.files import pending
 from boxmaker.memoryd.files.entries import IDENTITY_FILES
 from boxmaker.memoryd.memory import Memory
-from boxmaker.memoryd.sentences import Refusal
+from boxmaker.memoryd.sentences import Refusal, unavailable
 from boxmaker.memoryd.write.actions import Add, parse_memory
 from boxmaker.memoryd.write.answer import OWNER, guarded
 from boxmaker.memoryd.write.origin import identity_rule
+from boxmaker.memoryd.write.revert import Withdrawn, revert
 from boxmaker.memoryd.write.staged import staged_origin
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape_line
@@ -26,6 +30,34 @@ def _undo(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     if wanted is not None:
         valid(parse_edit_id, wanted)
     return answer(guarded(lambda: memory.writer.undo(wanted)))
+
+
+def _revert(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
+    valid(parse_edit_id, request.arg)
+    confirmed = request.args.get("yes") is True
+    try:
+        rule = withdrawn_rule(memory)
+    except OSError as exc:
+        return refused(unavailable(str(exc), "nothing was reverted"))
+    return answer(guarded(lambda: revert(memory.writer, request.arg, confirmed=confirmed, withdrawn=rule)))
+
+
+def withdrawn_rule(memory: Memory) -> Withdrawn | None:
+    """Whether an identity entry is withdrawn now (`withdrawal.exclusion.withdrawn_entries`'s rule: its
+    text is a withdrawn item's, or a withdrawn session wrote it); None when nothing is withdrawn.
+
+    Raises:
+        OSError: controls.jsonl or items.jsonl cannot be read.
+    """
+    excluded = memory.controls.exclusion()
+    if not excluded:
+        return None
+
+    def withdrawn(file: str, text: str, writers: Sequence[str]) -> bool:
+        del file
+        return text in excluded.texts or any(excluded.session(s) for s in writers)
+
+    return withdrawn
 
 
 def _pending(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
@@ -91,6 +123,7 @@ def _note(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 
 COMMANDS = (
     Command("undo", _undo),
+    Command("revert", _revert, args=frozenset({"yes"})),
     Command("pending", _pending, takes_arg=False),
     Command("accept", _accept, args=frozenset({"yes"})),
     Command("reject", _reject),

@@ -10,6 +10,7 @@ from typing import Any
 
 from boxmaker.memoryd.admin.arguments import count
 from boxmaker.memoryd.admin.command import Command
+from boxmaker.memoryd.admin.edits import withdrawn_rule
 from boxmaker.memoryd.admin.replies import plural
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES, SOUL_LIMIT, STEERING_LIMIT
 from boxmaker.memoryd.files.provenance import unclassed_entries
@@ -17,6 +18,7 @@ from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
 from boxmaker.memoryd.memory import Memory, block
 from boxmaker.memoryd.sentences import Refusal, unavailable
 from boxmaker.memoryd.withdrawal.controls import withdrawn_identity
+from boxmaker.memoryd.write.revert import revertable
 from boxmaker.proto.errors import InvalidBody
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
@@ -79,7 +81,12 @@ def _log(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     lines.reverse()
     if not lines:
         return MemoryAdminReply("(the journal is empty)", [])
-    return MemoryAdminReply("\n".join(_journal_text(e) for e in lines), lines)
+    try:
+        now = revertable(memory.writer, lines, withdrawn_rule(memory))
+    except OSError:
+        now = set()  # the controls cannot be read: revert would say so; no edit is shown revertable
+    shown = [{**line, "revertable": str(line.get("id")) in now} for line in lines]
+    return MemoryAdminReply("\n".join(_journal_text(e) for e in shown), shown)
 
 
 def _journal_text(entry: dict[str, Any]) -> str:
@@ -90,9 +97,11 @@ def _journal_text(entry: dict[str, Any]) -> str:
     head = f"{fields[0]}  {fields[1]}  {what}  by {who}"
     if entry.get("untrusted"):
         head += " (untrusted)"
-    for key in ("pending", "undoes"):
+    for key in ("pending", "undoes", "reverts"):
         if entry.get(key):
             head += f"  {key} {entry[key]}"
+    if entry.get("revertable"):
+        head += "  (revertable)"
     before, after = _texts(entry.get("before")), _texts(entry.get("after"))
     lines = [head]
     lines += [f"  - {escape_line(text)}" for text in before if text not in after]

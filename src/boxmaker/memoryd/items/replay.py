@@ -5,9 +5,10 @@ capability 5, "it must be replayable"; DESIGN 8).
 ``memory/``-like folder), from each line:
 
 - ``notes`` ([{header, text}]): the notes.md entries it appended, rendered as the writer renders them;
-- ``after``, on a line whose ``where`` is memory.md, user.md or conventions.md (an accepted proposal,
-  an undo of one): that file's whole text;
-- ``proposals``: the proposal and decision events appended to proposals.jsonl (`proposals`);
+- ``after``, on a line whose ``where`` is memory.md, user.md or conventions.md (an identity edit, an
+  accepted proposal, an undo, a ``revert`` of any of them: `write.revert`): that file's whole text;
+- ``proposals``: the proposal and decision events appended to proposals.jsonl (`proposals`; a revert
+  of an accepted proposal's rule carries its ``reverted`` decision here);
 - ``controls``: the WithdrawalRecords appended to controls.jsonl;
 - ``events``: the item events appended to items.jsonl (autodream's ``cool``, ``warm``, ``merge`` and
   ``assign`` too: the fold gives them their meaning); for each ``archive`` event, the archive file's

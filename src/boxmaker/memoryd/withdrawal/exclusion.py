@@ -17,6 +17,9 @@ from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.items.store import Item, item_id_of
 from boxmaker.memoryd.withdrawal.records import Chain, parse_anchor
 
+#: Journal actions that put back what an earlier edit wrote rather than writing (undo, revert, repair).
+_PUTS_BACK = frozenset({"undo", "revert", "repair"})
+
 #: A recall hit's key for a session record: ``session/<id>/<epoch>/<line 0-based>[/<part>]``.
 _RECORD_KEY = re.compile(r"^session/([a-z0-9][a-z0-9-]{0,63})/([0-9]+)/([0-9]+)(?:/[0-9]+)?\Z")
 
@@ -157,7 +160,8 @@ def withdrawn_entries(
 ) -> set[tuple[str, str]]:
     """The identity entries (file, text) that leave every exposure: those whose exact text equals a
     withdrawn item's text, and those the journal shows a withdrawn session wrote (the newest edit
-    that brought the text into the file was that session's).
+    that brought the text into the file was that session's; an undo, a revert and a repair put back
+    what an earlier edit wrote, so the search passes over them).
 
     Args:
         exclusion: what is withdrawn.
@@ -172,7 +176,7 @@ def withdrawn_entries(
         if not open_:
             break
         where, before, after = line.get("where"), line.get("before"), line.get("after")
-        if not (isinstance(before, list) and isinstance(after, list)):
+        if not (isinstance(before, list) and isinstance(after, list)) or line.get("action") in _PUTS_BACK:
             continue
         for name, text in list(open_):
             if where == name and text in after and text not in before:

@@ -38,7 +38,7 @@ from boxmaker.memoryd.files.entries import (
     file_content,
     text_length,
 )
-from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, encode_line
+from boxmaker.memoryd.files.journal import Append, Change, Journal, Reserved, Rewrite, encode_line
 from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note as NoteEntry
 from boxmaker.memoryd.files.notes import count as count_notes
@@ -269,7 +269,8 @@ class Writer:
     # Undo ------------------------------------------------------------------------------------
 
     def undo(self, wanted: str | None) -> Answer:
-        """Revert an edit if it is the latest of its file and the file still holds what it left.
+        """Revert an edit if it is the latest of its file and the file still holds what it left
+        (M5a's undo, kept as it is; `write.revert` takes back any edit, entry by entry).
 
         "Latest" skips edits already undone: undoing twice goes two edits back. The newest entry of
         a file may also be named, an undo included (which redoes what it undid).
@@ -287,7 +288,7 @@ class Writer:
                 return Answer.refused(identity.limit(spec.name, text_length(restored), spec.limit))
             extra = {"undoes": target["id"]}
             edit = self.commit_edit(
-                OWNER, "undo", current, Outcome(restored), extra, data_class=_class_of(target)
+                OWNER, "undo", current, Outcome(restored), extra, data_class=class_of(target)
             )
         return Answer(identity.undone(target["id"], edit, spec.name), OK, edit)
 
@@ -343,9 +344,11 @@ class Writer:
         *,
         data_class: DataClass,
         appends: Sequence[Append] = (),
+        reserved: Reserved | None = None,
     ) -> str:
         """Journal and apply one identity edit (its moved and dropped entries appended to notes.md);
-        the line carries the class of the text written (``class``, DESIGN 10.4 added); the edit id."""
+        the line carries the class of the text written (``class``, DESIGN 10.4 added); the edit id
+        (`reserved`'s when given: a line whose appends name their own edit)."""
         spec = current.spec
         moment = header_time(self.now())
         first = self._next_position() if outcome.departures else self._notes
@@ -368,7 +371,7 @@ class Writer:
             entry["notes"] = [{"header": render_header(n), "text": n.text} for n in departures]
             steps.insert(0, self._notes_append(departures))
         rewrite = Rewrite(spec.name, current.raw, file_content(outcome.entries))
-        line = self.journal.commit(Change(entry, steps, rewrite))
+        line = self.journal.commit(Change(entry, steps, rewrite, reserved))
         if departures:
             self._notes += len(departures)
             self._notes_seen = _stat(self.store.notes_path)
@@ -384,7 +387,7 @@ class Writer:
         return Append("notes.md", data)
 
 
-def _class_of(line: dict[str, Any]) -> DataClass:
+def class_of(line: dict[str, Any]) -> DataClass:
     """The class a journal line records for its edit (lines from before the field: private); an undo
     carries the class of the edit it reverts, so a class is never lost by undoing (only stricter)."""
     try:
