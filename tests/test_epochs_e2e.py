@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from boxmaker.proto.records import EpochEnd, ToolResult, read_log
+from boxmaker.proto.records import EpochEnd, Flush, ToolResult, User, read_log
 from conftest import bxctl_down
 from conftest import bxctl_ok as bxctl
 from fakes.llama_server import FakeLlamaServer, FakeReply
@@ -70,9 +70,14 @@ def test_a_long_session_goes_on_in_a_new_epoch_with_its_memory(box: tuple[Path, 
     assert FACT in baseline
     zero = json.loads((home / "sessions" / "chat-long" / "0.baseline.json").read_text())["system"]
     assert FACT not in zero
-    end = read_log(home / "sessions" / "chat-long" / "0.jsonl")[0][-1]
+    zero_log = read_log(home / "sessions" / "chat-long" / "0.jsonl")[0]
+    end = zero_log[-1]
     assert isinstance(end, EpochEnd)
     assert end.summary  # the fake's own text, as the summary
+    # the memory flush (issue 19, on by default) asked the model once more before the summary; the fake
+    # answered without a tool call, so it saved nothing
+    assert [r.speaker for r in zero_log if isinstance(r, User)].count("loopd") == 1
+    assert [(r.outcome, r.why) for r in zero_log if isinstance(r, Flush)] == [("done", "")]
     shown = bxctl(home, "sessions", "show", "chat-long").stdout
     assert "summary carried into epoch 1" in shown
     # recall of a phrase from epoch 0 still hits, for the owner and for the agent; the new epoch is indexed

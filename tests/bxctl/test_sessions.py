@@ -89,3 +89,22 @@ def test_bad_ids_are_usage_errors(home: Path) -> None:
     assert CliRunner().invoke(cli, ["sessions", "show", "chat-none"]).exit_code == 1
     home.mkdir(parents=True, exist_ok=True)  # a home that does not exist is said (issue 18)
     assert CliRunner().invoke(cli, ["sessions"]).output == "(no sessions)\n"
+
+
+def test_each_epochs_memory_flush_is_shown(home: Path) -> None:
+    flush_user = {**user("Save what you should keep."), "speaker": "loopd"}
+    done = {"type": "flush", "time": "2026-11-29T10:02:00Z", "outcome": "done"}
+    failed = {"type": "flush", "time": "2026-11-29T11:02:00Z", "outcome": "failed", "why": "no room \x1b[31m"}
+    write(home, "chat-f", [[user("hello"), flush_user, done], [user("more"), failed], [user("last")]])
+    shown = CliRunner().invoke(cli, ["sessions", "show", "chat-f"]).output
+    assert "memory flush before compaction: done" in shown
+    assert "memory flush before compaction: failed: no room \\x1b[31m" in shown
+    data = json.loads(CliRunner().invoke(cli, ["sessions", "show", "chat-f", "--json"]).output)
+    assert [e["flush"] for e in data["epochs"]] == [
+        {"outcome": "done", "why": ""},
+        {"outcome": "failed", "why": "no room \x1b[31m"},
+        None,
+    ]
+    text = CliRunner().invoke(cli, ["sessions", "show", "chat-f", "--transcript"]).output
+    assert "loopd: Save what you should keep." in text
+    assert "2026-11-29T10:02:00Z memory flush before compaction: done" in text

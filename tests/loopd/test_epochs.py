@@ -24,7 +24,7 @@ from boxmaker.loopd.tools import core_tools
 from boxmaker.loopd.trigger import compaction_due
 from boxmaker.loopd.turn import TurnFailed
 from boxmaker.proto.labels import DataClass, Label
-from boxmaker.proto.records import EpochEnd, SessionStart, ToolResult, User, encode_record
+from boxmaker.proto.records import EpochEnd, Flush, SessionStart, ToolResult, User, encode_record
 from fakes.llama_server import FakeLlamaServer, FakeReply
 
 SUMMARY = "The owner likes teal and deploys on Thursdays."
@@ -146,6 +146,11 @@ def test_trigger_at_85_percent_the_next_turn_waits_on_compaction(home: Path) -> 
     rig.server.script(FakeReply(content=SUMMARY))
     result = rig.loop.turn("chat-one", "second")
     requests = rig.chat_requests()[before:]
+    # the memory flush (issue 19) was due too, but a first turn this short leaves no room for it: it
+    # sends no request and says why once
+    flushes = [r for r in rig.records("chat-one", 0) if isinstance(r, Flush)]
+    assert [f.outcome for f in flushes] == ["failed"]
+    assert "too little of the context was left" in flushes[0].why
     assert "tools" not in requests[0]
     assert requests[0]["id_slot"] == 1
     assert requests[1]["id_slot"] == 0

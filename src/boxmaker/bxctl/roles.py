@@ -81,6 +81,7 @@ max_tokens = 2048
 threshold = 0.85        # a turn that leaves the slot this full (of n_ctx) starts a new epoch
 summary_chars = 4000    # the summary carried into it, at most
 summarise = ["http_fetch"]   # tools whose outputs get a summary that recall can find
+flush = true            # a turn to save memory first, at threshold - flush_margin (0.05)
 
 [heartbeat]
 every_s = 0             # seconds between heartbeat turns (the `heartbeat` session); 0: off

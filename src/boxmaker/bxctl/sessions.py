@@ -22,6 +22,7 @@ from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.records import (
     Assistant,
     EpochEnd,
+    Flush,
     RecordError,
     SessionStart,
     ToolResult,
@@ -45,6 +46,7 @@ class Epoch:
     ended: str | None = None
     untrusted: bool = False
     problem: str | None = None
+    flush: Flush | None = None
 
     def data(self) -> dict[str, Any]:
         """As JSON data."""
@@ -58,6 +60,7 @@ class Epoch:
             "untrusted": self.untrusted,
             "summary": self.summary,
             "problem": self.problem,
+            "flush": None if self.flush is None else {"outcome": self.flush.outcome, "why": self.flush.why},
         }
 
 
@@ -122,6 +125,8 @@ def read_session(folder: Path) -> SessionView:
                 epoch.untrusted = True
             elif isinstance(record, EpochEnd):
                 epoch.summary, epoch.ended = record.summary, record.time
+            elif isinstance(record, Flush):
+                epoch.flush = record
         view.epochs.append(epoch)
     return view
 
@@ -233,6 +238,8 @@ def transcript_lines(folder: Path) -> list[str]:
             elif isinstance(record, TurnEnd):
                 how = "was cancelled" if record.reason == "cancelled" else "failed"
                 lines.append(f"{record.time} the turn {how} ({escape_line(record.code)})")
+            elif isinstance(record, Flush):
+                lines.append(f"{record.time} {flush_line(record)}")
     return lines
 
 
@@ -277,6 +284,8 @@ def show(state: State, session: str, as_json: bool, transcript: bool) -> None:
         flag = ", read untrusted content" if epoch.untrusted else ""
         started = epoch.started or "?"
         click.echo(f"\nepoch {epoch.number}: started {started}, {_count(epoch.turns, 'turn')}{depth}{flag}")
+        if epoch.flush is not None:
+            click.echo(flush_line(epoch.flush))
         if epoch.summary is not None:
             pending = (
                 "" if epoch is not view.epochs[-1] else " (pending: loopd finishes it before the next turn)"
@@ -287,6 +296,13 @@ def show(state: State, session: str, as_json: bool, transcript: bool) -> None:
             click.echo(escape(epoch.summary))
     if any(e.problem for e in view.epochs):
         raise SystemExit(1)
+
+
+def flush_line(record: Flush) -> str:
+    """The memory flush before compaction (issue 19), in one line: done, or failed and why."""
+    if record.outcome == "done":
+        return "memory flush before compaction: done"
+    return f"memory flush before compaction: failed: {escape_line(record.why)}"
 
 
 def _count(number: int, word: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from boxmaker.loopd.flush import FLUSH_SPEAKER
 from boxmaker.loopd.model import Completion, ContextFull, ModelError
 from boxmaker.loopd.session import Session
 from boxmaker.proto.records import Assistant, Record, ToolResult, User
@@ -75,8 +76,9 @@ def cut(text: str, chars: int) -> str:
 
 
 def fallback_summary(session: Session, chars: int) -> str:
-    """The epoch's owner messages, newest last, cut to `chars` from the front (the newest kept)."""
-    texts = [f"- {text}" for text in session.user_texts()]
+    """The epoch's owner messages, newest last, cut to `chars` from the front (the newest kept); the
+    memory flush's prompt (loopd's words) is not one of them."""
+    texts = [f"- {r.content}" for r in session.records if isinstance(r, User) and r.speaker != FLUSH_SPEAKER]
     body = "\n".join(texts) if texts else "(no messages from the owner in this part)"
     heading = "The model could not summarise this part; the owner's messages in it were:\n"
     room = max(chars - len(heading), 0)
@@ -94,7 +96,7 @@ def transcript(session: Session) -> list[str]:
 
 def _line(record: Record) -> str | None:
     if isinstance(record, User):
-        return f"[owner] {record.content}"
+        return f"[{FLUSH_SPEAKER if record.speaker == FLUSH_SPEAKER else 'owner'}] {record.content}"
     if isinstance(record, Assistant):
         parts = [record.content] if record.content else []
         parts += [f"(called {call.name} {call.arguments})" for call in record.tool_calls]

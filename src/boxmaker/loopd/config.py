@@ -43,6 +43,10 @@
     prompt = "compact.md"            # next to the config file; the packaged starter when absent
     summarise = ["http_fetch"]       # tools whose outputs get a summary for recall (M5d 4.3)
     summarise_prompt = "summarise.md"
+    flush = true                     # one turn to save memory before compaction (issue 19)
+    flush_margin = 0.05              # ...when the slot reaches threshold - flush_margin of n_ctx
+    flush_timeout_s = 60             # seconds that turn may take; then compaction goes on without it
+    flush_prompt = "flush.md"        # next to the config file; the packaged starter when absent
 
     [heartbeat]                      # M5d section 4.1
     every_s = 0                      # seconds between heartbeat turns; 0 (the default) disables it
@@ -119,6 +123,10 @@ class _Compact(msgspec.Struct, forbid_unknown_fields=True):
     prompt: str | None = None
     summarise: list[str] = msgspec.field(default_factory=lambda: ["http_fetch"])
     summarise_prompt: str | None = None
+    flush: bool = True
+    flush_margin: Annotated[float, msgspec.Meta(ge=0, lt=1)] = 0.05
+    flush_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
+    flush_prompt: str | None = None
 
 
 class _Heartbeat(msgspec.Struct, forbid_unknown_fields=True):
@@ -164,6 +172,10 @@ class Config:
     compact_prompt: Path
     summarise: frozenset[str]
     summarise_prompt: Path
+    flush: bool
+    flush_margin: float
+    flush_timeout_s: float
+    flush_prompt: Path
     heartbeat_every_s: int
     heartbeat_prompt: Path
     limits: Limits = field(default_factory=Limits)
@@ -196,6 +208,13 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         raw.compact.summarise_prompt, "summarise.md", "[compact] summarise_prompt"
     )
     heartbeat_prompt = read.starter(raw.heartbeat.prompt, "heartbeat.md", "[heartbeat] prompt")
+    flush_prompt = read.starter(raw.compact.flush_prompt, "flush.md", "[compact] flush_prompt")
+    if raw.compact.flush and raw.compact.flush_margin >= raw.compact.threshold:
+        raise ConfigError(
+            read.where,
+            f"[compact] flush_margin = {raw.compact.flush_margin:g} must be below threshold = "
+            f"{raw.compact.threshold:g} (the flush runs at threshold - flush_margin of the context)",
+        )
     unknown = sorted(set(raw.compact.summarise) - SUMMARISABLE)
     if unknown:
         raise ConfigError(
@@ -224,6 +243,10 @@ def load(config_path: Path | None = None, cli_home: str | None = None) -> Config
         compact_prompt=compact_prompt,
         summarise=frozenset(raw.compact.summarise),
         summarise_prompt=summarise_prompt,
+        flush=raw.compact.flush,
+        flush_margin=raw.compact.flush_margin,
+        flush_timeout_s=raw.compact.flush_timeout_s,
+        flush_prompt=flush_prompt,
         heartbeat_every_s=raw.heartbeat.every_s,
         heartbeat_prompt=heartbeat_prompt,
         limits=raw.limits.sockets,

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from boxmaker.loopd.broker import NO_DATA, Broker
 from boxmaker.loopd.compact import Summariser, describe
+from boxmaker.loopd.flush import Flusher, flushed
 from boxmaker.loopd.memory import MemorySource, MemoryUnavailable
 from boxmaker.loopd.model import ContextFull
 from boxmaker.loopd.open_sessions import Erased, OpenSessions
@@ -37,7 +38,7 @@ from boxmaker.loopd.session import Baseline, Session, SessionError, check_sessio
 from boxmaker.loopd.slots import Priority, priority
 from boxmaker.loopd.summaries import Summaries
 from boxmaker.loopd.tools import core_tools
-from boxmaker.loopd.trigger import compaction_due
+from boxmaker.loopd.trigger import compaction_due, flush_due
 from boxmaker.loopd.turn import (
     SURROGATE,
     CompactFailed,
@@ -75,7 +76,9 @@ class LoopSettings:
 
     `n_ctx` is the context per slot in tokens (None: unknown, so only a context-full error compacts);
     a session whose last request left the slot at `threshold` x `n_ctx` or more is compacted before
-    its next turn (right after its turn when `compact_after_turn`, in the background).
+    its next turn (right after its turn when `compact_after_turn`, in the background). With `flush`,
+    one turn saves memory first, once per epoch, from (`threshold` - `flush_margin`) x `n_ctx` on, within
+    `flush_timeout_s` seconds (issue 19; `boxmaker.loopd.flush`).
     """
 
     main_slot: int | None = 0
@@ -86,6 +89,9 @@ class LoopSettings:
     threshold: float = 0.85
     summary_chars: int = 4000
     compact_after_turn: bool = False
+    flush: bool = True
+    flush_margin: float = 0.05
+    flush_timeout_s: float = 60.0
 
 
 class Loop:
@@ -102,6 +108,7 @@ class Loop:
         rescrub: scrubs a session's files again of the erasures it was live for (`erase.rescrub`),
             called before memoryd hears of its new records.
         compact_prompt: returns ``compact.md``'s text (default: the packaged starter).
+        flush_prompt: returns ``flush.md``'s text (default: the packaged starter).
         summaries: runs tool-output summaries after turns (M5d 4.3); None: none are made.
         now: the clock.
         new_id: makes a new chat session's id.
@@ -118,6 +125,7 @@ class Loop:
         settings: LoopSettings,
         rescrub: Callable[[Session, list[Erased]], None],
         compact_prompt: Callable[[], str] | None = None,
+        flush_prompt: Callable[[], str] | None = None,
         summaries: Summaries | None = None,
         now: Callable[[], dt.datetime] = utc_now,
         new_id: Callable[[], str] = new_chat_session_id,
@@ -126,6 +134,7 @@ class Loop:
         self.compact_prompt = compact_prompt or (
             lambda: packaged_starter("compact.md").read_text(encoding="utf-8")
         )
+        self.flush_prompt = flush_prompt or (lambda: packaged_starter("flush.md").read_text(encoding="utf-8"))
         self.sessions = sessions
         self.model = model
         self.broker = broker
@@ -217,6 +226,7 @@ class Loop:
                 session = self._session(session_id, background)
             except SessionError as exc:
                 raise TurnFailed(exc.code, str(exc), exc.runbook) from None
+            self._flush_if_due(session)
             self._compact_if_due(session)
             try:
                 return self._run(session, User(time="", content=text, speaker=speaker), control)
@@ -270,6 +280,36 @@ class Loop:
             session.warning = f"{exc}; it goes on in its epoch for now (runbook: session-compact-failed)"
             if session.pending is not None:  # its epoch has ended: nothing can be added to it
                 raise TurnFailed("session-compact-failed", str(exc), "session-compact-failed") from None
+
+    def _flush_due(self, session: Session) -> bool:
+        """True when the session's memory flush is due before compaction (issue 19): on, not yet run in
+        this epoch, and the last request left the slot at (threshold - flush_margin) x n_ctx or more."""
+        settings = self.settings
+        return (
+            settings.flush
+            and session.pending is None
+            and not flushed(session)
+            and flush_due(session.depth(), settings.n_ctx, settings.threshold, settings.flush_margin)
+            and self._worth_compacting(session)
+        )
+
+    def _flush_if_due(self, session: Session) -> None:
+        """Run the session's memory flush when it is due, holding it busy as a compaction does (the
+        caller holds its lock); a flush that fails is said once and compaction goes on without it."""
+        if not self._flush_due(session) or self.settings.n_ctx is None:
+            return
+        with self.open_sessions.compaction(session.id), priority(Priority.COMPACTION):
+            Flusher(self.model, self.broker, self.now).flush(
+                session,
+                self.flush_prompt,
+                n_ctx=self.settings.n_ctx,
+                cap=self.settings.tool_calls_per_turn,
+                max_tokens=self.settings.max_tokens,
+                timeout_s=self.settings.flush_timeout_s,
+            )
+        self.updated(session)
+        if self.summaries is not None:
+            self.summaries.start(session, self.summaries.wanted(session))
 
     def compacting(self) -> list[str]:
         """The sessions being compacted now (their next turn waits), sorted."""
@@ -331,6 +371,7 @@ class Loop:
             session = self.open_sessions.get(session_id)
             if session is None or not session.unchanged():
                 return
+            self._flush_if_due(session)
             with contextlib.suppress(TurnFailed):  # logged; the next turn says it to the owner
                 self._compact_if_due(session, "the last turn filled the slot")
 
@@ -416,7 +457,7 @@ class Loop:
         self.updated(session)
         if self.summaries is not None:
             self.summaries.start(session, self.summaries.wanted(session))
-        if self.settings.compact_after_turn and self._due(session):
+        if self.settings.compact_after_turn and (self._due(session) or self._flush_due(session)):
             threading.Thread(target=self._compact_later, args=(session.id,), daemon=True).start()
         return result
 

@@ -147,6 +147,7 @@ class Server:
             settings=settings,
             rescrub=erase.rescrub,
             compact_prompt=lambda: config.compact_prompt.read_text(encoding="utf-8"),
+            flush_prompt=lambda: config.flush_prompt.read_text(encoding="utf-8"),
             summaries=self.summaries,
         )
         self.scheduler: Scheduler | None = None
@@ -189,6 +190,9 @@ class Server:
             threshold=self.config.threshold,
             summary_chars=self.config.summary_chars,
             compact_after_turn=True,
+            flush=self.config.flush,
+            flush_margin=self.config.flush_margin,
+            flush_timeout_s=self.config.flush_timeout_s,
         )
 
     def start(self) -> None:
@@ -214,6 +218,8 @@ class Server:
             self.checkpoint()
             self.config.system_prompt.read_text(encoding="utf-8")
             self.config.compact_prompt.read_text(encoding="utf-8")
+            if self.config.flush:
+                self.config.flush_prompt.read_text(encoding="utf-8")
             self.scheduler = Scheduler(
                 self.loop,
                 self.config.layout.jobs,

@@ -202,6 +202,7 @@ class Session:
         self.compacted = False  # a new epoch began since the last reply (the owner is told once)
         self.warning = ""  # what the owner should hear with the next reply (a compaction that failed)
         self.compact_failed_at = float("-inf")  # time.monotonic() of the last failed compaction
+        self.flushed_in: int | None = None  # the epoch whose memory flush was tried (issue 19; `flush`)
         self.label = Label(DataClass.PUBLIC, False)
         for record in (*earlier, *records):
             self._count(record)

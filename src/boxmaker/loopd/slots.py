@@ -1,7 +1,8 @@
 """Who goes first on the background slot (M5d section 4).
 
-When the background slot is contended, a compaction summary goes first, then a cron run that is due,
-then the heartbeat, then a tool-output summary. `PrioritySlots` wraps the model client: a request on
+When the background slot is contended, a compaction summary goes first (with the memory flush before
+it, for a session that runs there: issue 19), then a cron run that is due, then the heartbeat, then a
+tool-output summary. `PrioritySlots` wraps the model client: a request on
 the background slot waits in a priority queue (then first come, first served); the main slot is never
 held up by it. The priority of a request is the calling thread's, set with `priority(...)`.
 """

@@ -40,10 +40,16 @@ class SessionStart(_Record, frozen=True, tag="session_start"):
     baseline: Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
 
 
+#: The `speaker` of a `user` record whose text is loopd's own fixed prompt (the memory flush before
+#: compaction, issue 19): not the owner's words, and not indexed.
+LOOPD_SPEAKER = "loopd"
+
+
 class User(_Record, frozen=True, tag="user", omit_defaults=True):
     """What the owner (or a scheduler prompt) said; `speaker` names who, when known (left out of the
     line when not known): ``scheduler`` for a heartbeat turn and ``job:<name>`` for a cron job's run
-    (issue 18), a speaker's name in imported conversations; absent for the owner."""
+    (issue 18), ``loopd`` (`LOOPD_SPEAKER`) for the memory flush's prompt (issue 19), a speaker's name
+    in imported conversations; absent for the owner."""
 
     content: str
     speaker: str | None = None
@@ -114,7 +120,20 @@ class TurnEnd(_Record, frozen=True, tag="turn_end"):
     code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
-Record: TypeAlias = SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary | TurnEnd
+class Flush(_Record, frozen=True, tag="flush", omit_defaults=True):
+    """loopd's memory flush before compaction (added by issue 19), written once it is over, at most one
+    per epoch: `outcome` ``done`` when the flush turn (a `user` record with speaker ``loopd``, the
+    model's replies and its tool calls, just before this record) ended with a reply, ``failed`` when it
+    did not or could not run, `why` saying why (a timeout, the model failing, no room left); the session
+    is then compacted without it. Not a message: the replay skips it."""
+
+    outcome: Literal["done", "failed"]
+    why: Annotated[str, msgspec.Meta(max_length=2000)] = ""
+
+
+Record: TypeAlias = (
+    SessionStart | User | Assistant | ToolResult | Usage | EpochEnd | ToolSummary | TurnEnd | Flush
+)
 
 _DECODER = msgspec.json.Decoder(Record)
 

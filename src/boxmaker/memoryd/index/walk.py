@@ -5,7 +5,8 @@ Pure: records in, rows out. Walking a log in order keeps the session's label so 
 record was written. Indexed: `user` content (with the speaker's name), `assistant` content when not
 empty, each tool call as ``name arguments``, and `tool_summary` content (labelled with the stricter of
 the session's label and its own). Never tool results, never reasoning, never the fixed sentence loopd
-writes to close a cancelled or failed turn (the `assistant` record before a `turn_end`). A row above
+writes to close a cancelled or failed turn (the `assistant` record before a `turn_end`), never loopd's
+own fixed prompt (a `user` record with speaker ``loopd``: the memory flush's, issue 19). A row above
 ``max_class`` is not indexed, and its text never reaches another row's context. Every text is stored
 with its credentials replaced (`check.secrets.redact`), so recall never returns one.
 
@@ -25,7 +26,7 @@ from typing import TypeAlias
 from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.index.query import cjk_bigrams, time_words
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.records import Assistant, Record, ToolResult, ToolSummary, TurnEnd, User
+from boxmaker.proto.records import LOOPD_SPEAKER, Assistant, Record, ToolResult, ToolSummary, TurnEnd, User
 
 #: How many indexed texts before a row, in the same session, go into its context column.
 CONTEXT_ROWS = 2
@@ -106,6 +107,8 @@ def walk_records(
     for number, record in enumerate(records, start=first):
         if _closing(records, number - first):
             continue  # loopd's fixed sentence closing a turn that did not finish: nobody said it
+        if isinstance(record, User) and record.speaker == LOOPD_SPEAKER:
+            continue  # loopd's own fixed prompt (the memory flush's): the same words in every session
         if isinstance(record, (ToolResult, ToolSummary)):
             # What a tool returned, or a summary of it, labels the session from here on.
             walk.rank = max(walk.rank, _RANK[record.data_class])
