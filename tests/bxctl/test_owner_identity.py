@@ -84,6 +84,29 @@ def test_an_over_limit_add_tells_the_owner_what_they_can_do(user_md: Path) -> No
     assert "you can: bxctl memory remove --file FILE TEXT" in result.output
 
 
+@pytest.mark.parametrize(
+    ("name", "script"),
+    [
+        ("not-utf8", "printf 'caf\\351' > \"$1\""),  # Latin-1 bytes, as an editor set to it saves
+        ("removed", 'rm "$1"'),  # an editor that saves elsewhere and deletes the file it was given
+    ],
+    ids=["not-utf8", "removed"],
+)
+def test_an_edit_the_editor_leaves_unreadable_is_refused_in_one_sentence(
+    home: Path, user_md: Path, tmp_path: Path, name: str, script: str
+) -> None:
+    before = user_md.read_bytes()
+    editor = tmp_path / f"{name}.sh"
+    editor.write_text(f"#!/bin/sh\n{script}\n")
+    editor.chmod(0o700)
+    done = bx("memory", "edit", "--file", "user", "Thursdays", env={**_env(home), "EDITOR": str(editor)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "what the editor saved cannot be read" in done.stderr
+    assert "nothing was written" in done.stderr
+    assert user_md.read_bytes() == before
+
+
 def _env(home: Path) -> dict[str, str]:
     import os
 

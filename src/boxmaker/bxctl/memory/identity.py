@@ -121,6 +121,11 @@ def _in_editor(text: str) -> str:
             raise click.ClickException(
                 f"the editor {editor!r} exited with status {done.returncode}; nothing written"
             )
-        return Path(name).read_text(encoding="utf-8")
+        try:
+            return Path(name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.ClickException(
+                f"what the editor saved cannot be read ({exc}); nothing was written"
+            ) from None
     finally:
         Path(name).unlink(missing_ok=True)
