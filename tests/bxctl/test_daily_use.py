@@ -145,3 +145,46 @@ def test_up_says_when_the_chat_template_cannot_take_tools_and_what_answers() -> 
     assert found_line(roles.model_probe("http://127.0.0.1:9")).endswith(
         "loopd starts and waits for it (chat works once it runs)"
     )
+
+
+def test_status_is_degraded_while_a_role_reports_damage_found_at_start(home: Path) -> None:
+    """memoryd names the damage in its own line and starts anyway; status must not also say "ready"
+    and exit 0 (README "Reliability": damage is named, in the log and in `bxctl status`)."""
+    import json
+    import subprocess
+    import sys
+
+    from fakes.llama_server import FakeLlamaServer
+
+    def bx(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    with FakeLlamaServer() as server:
+        try:
+            assert bx("up", "--model-url", server.url).returncode == 0
+            assert bx("memory", "note", "A note before the damage.").returncode == 0
+            clean = bx("status")
+            assert clean.returncode == 0, clean.stdout
+            assert "damage: ok - none found at start" in clean.stdout
+            assert bx("down").returncode == 0
+            with (home / "memory" / "items.jsonl").open("ab") as items:
+                items.write(b"garbage{{{\n")  # bytes after the journal's last append: damage
+            assert bx("up").returncode == 0
+            shown = bx("status")
+            assert "DAMAGED: items.jsonl" in shown.stdout  # memoryd's own line
+            assert "damage: PROBLEM - memoryd: items.jsonl" in shown.stdout
+            assert shown.stdout.rstrip().endswith("degraded: damage")
+            assert shown.returncode == 2
+            checks = {c["name"]: c for c in json.loads(bx("status", "--json").stdout)["checks"]}
+            assert checks["damage"]["ok"] is False
+            assert "runbook: memory-damaged" in checks["damage"]["detail"]
+            assert bx("memory", "repair", "--yes").returncode == 0
+            assert bx("status").returncode == 0  # repaired: nothing stands
+        finally:
+            bx("down")

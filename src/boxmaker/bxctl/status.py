@@ -2,9 +2,10 @@
 
 Beyond each role's own line it checks, now: the model server answers at the URL loopd uses (and its
 chat template takes tools), a new session can start (memoryd serves the memory block), the job files
-are valid, and memoryd's index has caught up. Exit 0 when everything is ready; 1 when a role is down or
-a new session cannot start; 2 when degraded (the model not reachable, a job file invalid, a template
-without tools, the index catching up). ``--json`` gives each role and each check.
+are valid, memoryd's index has caught up (and took every note written), and no role's start-up check
+found damage that still stands. Exit 0 when everything is ready; 1 when a role is down or a new session
+cannot start; 2 when degraded (the model not reachable, a job file invalid, a template without tools,
+the index catching up or behind, damage found at start). ``--json`` gives each role and each check.
 """
 
 from __future__ import annotations
@@ -96,7 +97,28 @@ def index_check(memoryd: Any) -> Check:
         return Check("index", False, "cannot be read (bxctl reindex; runbook: memory-index-damaged)")
     if not data["index_ready"]:
         return Check("index", False, "catching up with the session logs")
+    if data.get("index_behind"):
+        return Check(
+            "index", False, f"behind: notes were written that it could not take ({data['index_behind']})"
+        )
     return Check("index", True, f"caught up ({data['index'].get('records', 0):,} records)")
+
+
+def damage_check(replies: dict[str, Any]) -> Check:
+    """No role's start-up check found damage that still stands (each role's ``status`` data
+    ``damage``: memoryd's files against its journal, brokerd's labels and audit, loopd's session logs).
+    A role that does not answer is said by its own line, not here."""
+    found = []
+    for name, reply in replies.items():
+        data = reply.data if isinstance(reply, (StatusReply, MemoryAdminReply)) else None
+        damage = data.get("damage") if isinstance(data, dict) else None
+        if isinstance(damage, list) and damage:
+            first = damage[0].get("text", "") if isinstance(damage[0], dict) else str(damage[0])
+            more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
+            found.append(f"{name}: {first}{more}")
+    if found:
+        return Check("damage", False, "; ".join(found))
+    return Check("damage", True, "none found at start")
 
 
 def verdict(rows: list[roles.RoleStatus], checks: list[Check]) -> tuple[int, str]:
@@ -129,7 +151,14 @@ def status(state: State, as_json: bool) -> None:
     rows = [roles.status(state.layout, role) for role in roles.ROLES]
     memoryd = _ask(roles.MEMORYD.socket(state.layout), MemoryAdmin(command="status"))
     loopd = _ask(roles.LOOPD.socket(state.layout), Status())
-    checks = [model_check(loopd), block_check(state), jobs_check(loopd), index_check(memoryd)]
+    brokerd = _ask(roles.BROKERD.socket(state.layout), Status())
+    checks = [
+        model_check(loopd),
+        block_check(state),
+        jobs_check(loopd),
+        index_check(memoryd),
+        damage_check({"memoryd": memoryd, "brokerd": brokerd, "loopd": loopd}),
+    ]
     code, line = verdict(rows, checks)
     if as_json:
         data = {
