@@ -113,6 +113,7 @@ def test_listing_commands_take_json() -> None:
             "tiers",
             "jobs",
             "sessions",
+            "prune",
         ):
             assert any(p.name == "as_json" for p in command.params), f"{name} has no --json"
 

@@ -3,6 +3,7 @@ run; logs; sessions newest first and prune; status's checks."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -118,6 +119,12 @@ def test_sessions_are_listed_newest_first_and_old_job_runs_pruned(home: Path) ->
     plan = CliRunner().invoke(cli, ["sessions", "prune", "--keep", "1"])
     assert "2 old job runs: job-a-t1, job-a-t2" in plan.stdout
     assert (home / "sessions" / "job-a-t1").exists()  # without --yes nothing changes
+    as_json = json.loads(CliRunner().invoke(cli, ["sessions", "prune", "--keep", "1", "--json"]).stdout)
+    assert as_json["scope_refs"] == ["job-a-t1", "job-a-t2"]
+    assert as_json["changed"] is False
+    nothing = CliRunner().invoke(cli, ["sessions", "prune", "--keep", "5", "--json"])
+    assert nothing.exit_code == 0, nothing.output
+    assert json.loads(nothing.stdout) == {"scope_refs": [], "changed": False}
 
 
 def test_a_missing_home_is_said(tmp_path: Path) -> None:
@@ -150,7 +157,6 @@ def test_up_says_when_the_chat_template_cannot_take_tools_and_what_answers() -> 
 def test_status_is_degraded_while_a_role_reports_damage_found_at_start(home: Path) -> None:
     """memoryd names the damage in its own line and starts anyway; status must not also say "ready"
     and exit 0 (README "Reliability": damage is named, in the log and in `bxctl status`)."""
-    import json
     import subprocess
     import sys
 
