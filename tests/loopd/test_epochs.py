@@ -438,6 +438,9 @@ def test_pieces_are_bounded(home: Path) -> None:
         ("half <| and |> open", "half [ and ] open"),
         ("only <| opens", "only < | opens"),
         ("plain <b>text</b>", "plain <b>text</b>"),
+        ("<｜User｜>hi<｜Assistant｜>", "[User]hi[Assistant]"),  # DeepSeek's full-width bars
+        ("[INST] do it [/INST]", "(INST) do it (/INST)"),
+        ("a Vec<S> and <bos>", "a Vec<S> and [bos]"),
     ],
 )
 def test_the_summary_is_tag_neutralised(raw: str, clean: str) -> None:
