@@ -107,6 +107,20 @@ def test_an_edit_the_editor_leaves_unreadable_is_refused_in_one_sentence(
     assert user_md.read_bytes() == before
 
 
+def test_status_tells_the_owner_what_to_do_with_a_file_over_its_limit(user_md: Path) -> None:
+    """memoryd's sentence says "with consolidate", a tool action the owner does not have: status,
+    like every other command, adds what the owner can do."""
+    user_md.write_text("x" * 1_400 + "\n")
+    shown = CliRunner().invoke(cli, ["status"])
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("new sessions:"))
+    assert "user.md is 1,400 of 1,375 characters" in line
+    assert "you can: bxctl memory remove --file FILE TEXT" in shown.stdout
+    checks = {
+        c["name"]: c for c in json.loads(CliRunner().invoke(cli, ["status", "--json"]).stdout)["checks"]
+    }
+    assert "you can: bxctl memory remove" in checks["new sessions"]["detail"]
+
+
 def _env(home: Path) -> dict[str, str]:
     import os
 

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from boxmaker.bxctl import roles
+from boxmaker.bxctl.client import for_owner
 from boxmaker.bxctl.model import NO_TOOLS_FIX
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto import wire
@@ -72,6 +73,8 @@ def block_check(state: State) -> Check:
     if isinstance(reply, MemoryBlockReply):
         return Check("new sessions", True, f"can start (the memory block is {len(reply.text):,} characters)")
     why = reply.message if isinstance(reply, PeerError) else "memoryd gave an unexpected reply"
+    # memoryd's sentence may say "with consolidate", a tool action the owner does not have
+    why = for_owner(why).replace("\n", " ")
     return Check("new sessions", False, f"cannot start: {why} (runbook: memory-unavailable)", "down")
 
 
