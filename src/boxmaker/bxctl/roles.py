@@ -283,7 +283,7 @@ def write_config(layout: Layout, role: Role, text: str | None = None) -> tuple[P
     """Write the role's config (`text`, else its template) if none exists. Returns its path and
     whether it was written."""
     path = role.config(layout)
-    ensure_dir(path.parent)
+    ensure_dir(path.parent)  # config/ is in no role's start-up check: kept 0700 here
     if path.exists():
         return path, False
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -340,7 +340,7 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
         write_config(
             layout, role, loopd_config_text(DEFAULT_MODEL_URL, None, None) if role is LOOPD else None
         )
-    ensure_dir(layout.run)
+    ensure_dir(layout.run, tighten=False)  # run/ is the roles' start-up check's to judge
     log_path = role.log_file(layout)
     command = [
         sys.executable,
