@@ -485,6 +485,18 @@ def test_a_hit_cannot_open_or_close_a_turn_of_the_chat_template(
         assert token not in out
 
 
+def test_a_credential_in_a_recall_query_is_not_stored_in_the_retrieval_record(
+    home: Path, service: Memoryd
+) -> None:
+    """Seed 003 section 18: credentials are never stored in memory; the retrieval record (memory/recalls/)
+    keeps the query, so it keeps it redacted (the session log keeps what the model said)."""
+    call(service, "memory", {"action": "note", "text": "The wombat deploy uses the staging account."})
+    assert "wombat" in recall(service, "wombat deploy key AKIAABCDEFGHIJKLMNOP").output
+    stored = "".join(p.read_text() for p in (home / "memory" / "recalls").glob("*.jsonl"))
+    assert "wombat deploy key" in stored
+    assert "AKIAABCDEFGHIJKLMNOP" not in stored
+
+
 def test_notes_without_a_final_newline_keep_their_labels(home: Path, service: Memoryd) -> None:
     (home / "memory" / "notes.md").write_text("Owner typed this trusted line without newline")
     service.close()
