@@ -154,9 +154,10 @@ def test_up_says_when_the_chat_template_cannot_take_tools_and_what_answers() -> 
     )
 
 
-def test_status_is_degraded_while_a_role_reports_damage_found_at_start(home: Path) -> None:
-    """memoryd names the damage in its own line and starts anyway; status must not also say "ready"
-    and exit 0 (README "Reliability": damage is named, in the log and in `bxctl status`)."""
+def test_status_is_degraded_while_grants_are_invalid_or_a_role_reports_damage(home: Path) -> None:
+    """brokerd refuses every tool call while grants/ has a problem, and memoryd names damage in its own
+    line and starts anyway; status must not also say "ready" and exit 0 (README: status tells the
+    truth; "Reliability": damage is named, in the log and in `bxctl status`)."""
     import subprocess
     import sys
 
@@ -178,6 +179,15 @@ def test_status_is_degraded_while_a_role_reports_damage_found_at_start(home: Pat
             clean = bx("status")
             assert clean.returncode == 0, clean.stdout
             assert "damage: ok - none found at start" in clean.stdout
+            assert "grants: ok - valid" in clean.stdout
+            broken = home / "grants" / "broken.toml"
+            broken.write_text('tool = "read_file"\nmode = "sometimes"\n')
+            invalid = bx("status")
+            assert "grants: PROBLEM - grants invalid: grants/broken.toml" in invalid.stdout
+            assert "recall and memory included" in invalid.stdout
+            assert invalid.stdout.rstrip().endswith("degraded: grants")
+            assert invalid.returncode == 2
+            broken.unlink()
             assert bx("down").returncode == 0
             with (home / "memory" / "items.jsonl").open("ab") as items:
                 items.write(b"garbage{{{\n")  # bytes after the journal's last append: damage

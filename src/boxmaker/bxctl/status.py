@@ -2,10 +2,11 @@
 
 Beyond each role's own line it checks, now: the model server answers at the URL loopd uses (and its
 chat template takes tools), a new session can start (memoryd serves the memory block), the job files
-are valid, memoryd's index has caught up (and took every note written), and no role's start-up check
-found damage that still stands. Exit 0 when everything is ready; 1 when a role is down or a new session
-cannot start; 2 when degraded (the model not reachable, a job file invalid, a template without tools,
-the index catching up or behind, damage found at start). ``--json`` gives each role and each check.
+are valid, memoryd's index has caught up (and took every note written), the owner's grants are valid
+(brokerd refuses every tool call while they are not), and no role's start-up check found damage that
+still stands. Exit 0 when everything is ready; 1 when a role is down or a new session cannot start; 2
+when degraded (the model not reachable, a job file invalid, a template without tools, the index catching
+up or behind, invalid grants, damage found at start). ``--json`` gives each role and each check.
 """
 
 from __future__ import annotations
@@ -107,6 +108,22 @@ def index_check(memoryd: Any) -> Check:
     return Check("index", True, f"caught up ({data['index'].get('records', 0):,} records)")
 
 
+def grants_check(brokerd: Any) -> Check:
+    """The owner's grants are valid: with a problem in grants/ brokerd refuses every tool call, recall
+    and memory included (it fails closed), so the agent runs without its tools."""
+    data = brokerd.data if isinstance(brokerd, StatusReply) and isinstance(brokerd.data, dict) else {}
+    if "grants_valid" not in data:
+        return Check("grants", False, "unknown: brokerd does not answer")
+    if data["grants_valid"] is False:
+        return Check(
+            "grants",
+            False,
+            f"{brokerd.detail}; every tool call is refused, recall and memory included, until it is "
+            "fixed (runbook: grants-invalid)",
+        )
+    return Check("grants", True, "valid")
+
+
 def damage_check(replies: dict[str, Any]) -> Check:
     """No role's start-up check found damage that still stands (each role's ``status`` data
     ``damage``: memoryd's files against its journal, brokerd's labels and audit, loopd's session logs).
@@ -160,6 +177,7 @@ def status(state: State, as_json: bool) -> None:
         block_check(state),
         jobs_check(loopd),
         index_check(memoryd),
+        grants_check(brokerd),
         damage_check({"memoryd": memoryd, "brokerd": brokerd, "loopd": loopd}),
     ]
     code, line = verdict(rows, checks)
