@@ -60,6 +60,8 @@ def model_check(loopd: Any) -> Check:
     url = data.get("model_url")
     if not isinstance(url, str):
         return Check("model", False, "unknown: loopd does not answer")
+    if data.get("model_problem"):  # it answers, but contradicts loopd.toml: every chat fails
+        return Check("model", False, f"{data['model_problem']} (runbook: loopd-start-failed)")
     probe = roles.model_probe(url, timeout=3.0)
     if not probe.answered:
         return Check("model", False, f"not reachable at {url}; chat works once it runs")
