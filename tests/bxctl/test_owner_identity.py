@@ -121,6 +121,20 @@ def test_status_tells_the_owner_what_to_do_with_a_file_over_its_limit(user_md: P
     assert "you can: bxctl memory remove" in checks["new sessions"]["detail"]
 
 
+def test_edit_with_memoryd_down_says_so_before_opening_the_editor(home: Path, tmp_path: Path) -> None:
+    """Otherwise the owner edits, saves, and only then learns that nothing could be written."""
+    (home / "memory").mkdir(parents=True, exist_ok=True)
+    (home / "memory" / "user.md").write_text("Deploys on Thursdays.\n")
+    opened = tmp_path / "opened"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\ntouch {opened}\n")
+    editor.chmod(0o700)
+    done = bx("memory", "edit", "--file", "user", "Thursdays", env={**_env(home), "EDITOR": str(editor)})
+    assert done.returncode == 1
+    assert "memoryd does not answer" in done.stderr
+    assert not opened.exists()
+
+
 def _env(home: Path) -> dict[str, str]:
     import os
 

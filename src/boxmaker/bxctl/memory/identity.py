@@ -83,6 +83,7 @@ def memory_edit(state: State, file: str, old: str, memory_socket: Path | None, a
         EDITOR=nano bxctl memory edit --file memory "deploy"
     """
     path = memory_socket_path(state, memory_socket)
+    client.admin(path, "status")  # memoryd answers, before the owner spends time in the editor
     entry = _entry(state, file, old)
     edited = _in_editor(entry)
     if edited.strip() == entry.strip():
