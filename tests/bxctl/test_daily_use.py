@@ -204,3 +204,41 @@ def test_status_is_degraded_while_grants_are_invalid_or_a_role_reports_damage(ho
             assert bx("status").returncode == 0  # repaired: nothing stands
         finally:
             bx("down")
+
+
+def test_a_web_server_that_is_not_a_model_server_is_said_and_status_is_not_ready(home: Path) -> None:
+    """Something else on the model URL's port (a development web server) answers 404 everywhere:
+    neither `bxctl up` nor `bxctl status` may call it an OpenAI-compatible server that answers."""
+    import http.server
+    import threading
+
+    from boxmaker.bxctl import roles
+    from boxmaker.bxctl.model import found_line
+    from boxmaker.bxctl.status import model_check
+    from boxmaker.proto.messages import StatusReply
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        probe = roles.model_probe(url)
+        assert not probe.answered
+        assert found_line(probe) == (
+            f"model: something answers HTTP at {url}, but not as a model server (GET /v1/models: HTTP 404); "
+            "check the URL (bxctl up --model-url URL)"
+        )
+        loopd = StatusReply(role="loopd", pid=1, detail="", data={"model_url": url})
+        check = model_check(loopd)
+        assert not check.ok
+        assert "not as a model server" in check.detail
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -63,6 +63,8 @@ def model_check(loopd: Any) -> Check:
     if data.get("model_problem"):  # it answers, but contradicts loopd.toml: every chat fails
         return Check("model", False, f"{data['model_problem']} (runbook: loopd-start-failed)")
     probe = roles.model_probe(url, timeout=3.0)
+    if probe.not_model:
+        return Check("model", False, probe.detail)
     if not probe.answered:
         return Check("model", False, f"not reachable at {url}; chat works once it runs")
     if probe.supports_tools is False:
