@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+import tomllib
 from pathlib import Path
 
 import click
@@ -118,6 +120,7 @@ def test_listing_commands_take_json() -> None:
             "tiers",
             "jobs",
             "sessions",
+            "prune",
         ):
             assert any(p.name == "as_json" for p in command.params), f"{name} has no --json"
 
@@ -244,3 +247,27 @@ def test_handlers_keep_nothing_past_their_request() -> None:
                     where = f"{module.relative_to(ROOT)}: module state {ast.unparse(target)}"
                     assert isinstance(target, ast.Name), where
                     assert target.id.isupper(), where
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """The top-level modules a module imports (``from rich.console import X`` -> ``rich``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_every_library_src_imports_is_a_runtime_dependency() -> None:
+    """`pip install .` must give bxctl and the daemons every library they import (README's first
+    command): an import of a library that only an extra (``[test]``) installs breaks a plain install."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0].lower() for spec in project["dependencies"]}
+    missing = {}
+    for module in PACKAGE.rglob("*.py"):
+        for name in _top_level_imports(module) - set(sys.stdlib_module_names) - {"boxmaker"}:
+            if name.lower() not in declared:
+                missing.setdefault(name, str(module.relative_to(ROOT)))
+    assert not missing, f"imported by src/ but not in [project] dependencies: {missing}"

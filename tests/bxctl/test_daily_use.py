@@ -3,6 +3,7 @@ run; logs; sessions newest first and prune; status's checks."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -118,6 +119,12 @@ def test_sessions_are_listed_newest_first_and_old_job_runs_pruned(home: Path) ->
     plan = CliRunner().invoke(cli, ["sessions", "prune", "--keep", "1"])
     assert "2 old job runs: job-a-t1, job-a-t2" in plan.stdout
     assert (home / "sessions" / "job-a-t1").exists()  # without --yes nothing changes
+    as_json = json.loads(CliRunner().invoke(cli, ["sessions", "prune", "--keep", "1", "--json"]).stdout)
+    assert as_json["scope_refs"] == ["job-a-t1", "job-a-t2"]
+    assert as_json["changed"] is False
+    nothing = CliRunner().invoke(cli, ["sessions", "prune", "--keep", "5", "--json"])
+    assert nothing.exit_code == 0, nothing.output
+    assert json.loads(nothing.stdout) == {"scope_refs": [], "changed": False}
 
 
 def test_a_missing_home_is_said(tmp_path: Path) -> None:
@@ -145,3 +152,93 @@ def test_up_says_when_the_chat_template_cannot_take_tools_and_what_answers() -> 
     assert found_line(roles.model_probe("http://127.0.0.1:9")).endswith(
         "loopd starts and waits for it (chat works once it runs)"
     )
+
+
+def test_status_is_degraded_while_grants_are_invalid_or_a_role_reports_damage(home: Path) -> None:
+    """brokerd refuses every tool call while grants/ has a problem, and memoryd names damage in its own
+    line and starts anyway; status must not also say "ready" and exit 0 (README: status tells the
+    truth; "Reliability": damage is named, in the log and in `bxctl status`)."""
+    import subprocess
+    import sys
+
+    from fakes.llama_server import FakeLlamaServer
+
+    def bx(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    with FakeLlamaServer() as server:
+        try:
+            assert bx("up", "--model-url", server.url).returncode == 0
+            assert bx("memory", "note", "A note before the damage.").returncode == 0
+            clean = bx("status")
+            assert clean.returncode == 0, clean.stdout
+            assert "damage: ok - none found at start" in clean.stdout
+            assert "grants: ok - valid" in clean.stdout
+            broken = home / "grants" / "broken.toml"
+            broken.write_text('tool = "read_file"\nmode = "sometimes"\n')
+            invalid = bx("status")
+            assert "grants: PROBLEM - grants invalid: grants/broken.toml" in invalid.stdout
+            assert "recall and memory included" in invalid.stdout
+            assert invalid.stdout.rstrip().endswith("degraded: grants")
+            assert invalid.returncode == 2
+            broken.unlink()
+            assert bx("down").returncode == 0
+            with (home / "memory" / "items.jsonl").open("ab") as items:
+                items.write(b"garbage{{{\n")  # bytes after the journal's last append: damage
+            assert bx("up").returncode == 0
+            shown = bx("status")
+            assert "DAMAGED: items.jsonl" in shown.stdout  # memoryd's own line
+            assert "damage: PROBLEM - memoryd: items.jsonl" in shown.stdout
+            assert shown.stdout.rstrip().endswith("degraded: damage")
+            assert shown.returncode == 2
+            checks = {c["name"]: c for c in json.loads(bx("status", "--json").stdout)["checks"]}
+            assert checks["damage"]["ok"] is False
+            assert "runbook: memory-damaged" in checks["damage"]["detail"]
+            assert bx("memory", "repair", "--yes").returncode == 0
+            assert bx("status").returncode == 0  # repaired: nothing stands
+        finally:
+            bx("down")
+
+
+def test_a_web_server_that_is_not_a_model_server_is_said_and_status_is_not_ready(home: Path) -> None:
+    """Something else on the model URL's port (a development web server) answers 404 everywhere:
+    neither `bxctl up` nor `bxctl status` may call it an OpenAI-compatible server that answers."""
+    import http.server
+    import threading
+
+    from boxmaker.bxctl import roles
+    from boxmaker.bxctl.model import found_line
+    from boxmaker.bxctl.status import model_check
+    from boxmaker.proto.messages import StatusReply
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        probe = roles.model_probe(url)
+        assert not probe.answered
+        assert found_line(probe) == (
+            f"model: something answers HTTP at {url}, but not as a model server (GET /v1/models: HTTP 404); "
+            "check the URL (bxctl up --model-url URL)"
+        )
+        loopd = StatusReply(role="loopd", pid=1, detail="", data={"model_url": url})
+        check = model_check(loopd)
+        assert not check.ok
+        assert "not as a model server" in check.detail
+    finally:
+        server.shutdown()
+        server.server_close()

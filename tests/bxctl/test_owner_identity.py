@@ -84,6 +84,57 @@ def test_an_over_limit_add_tells_the_owner_what_they_can_do(user_md: Path) -> No
     assert "you can: bxctl memory remove --file FILE TEXT" in result.output
 
 
+@pytest.mark.parametrize(
+    ("name", "script"),
+    [
+        ("not-utf8", "printf 'caf\\351' > \"$1\""),  # Latin-1 bytes, as an editor set to it saves
+        ("removed", 'rm "$1"'),  # an editor that saves elsewhere and deletes the file it was given
+    ],
+    ids=["not-utf8", "removed"],
+)
+def test_an_edit_the_editor_leaves_unreadable_is_refused_in_one_sentence(
+    home: Path, user_md: Path, tmp_path: Path, name: str, script: str
+) -> None:
+    before = user_md.read_bytes()
+    editor = tmp_path / f"{name}.sh"
+    editor.write_text(f"#!/bin/sh\n{script}\n")
+    editor.chmod(0o700)
+    done = bx("memory", "edit", "--file", "user", "Thursdays", env={**_env(home), "EDITOR": str(editor)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "what the editor saved cannot be read" in done.stderr
+    assert "nothing was written" in done.stderr
+    assert user_md.read_bytes() == before
+
+
+def test_status_tells_the_owner_what_to_do_with_a_file_over_its_limit(user_md: Path) -> None:
+    """memoryd's sentence says "with consolidate", a tool action the owner does not have: status,
+    like every other command, adds what the owner can do."""
+    user_md.write_text("x" * 1_400 + "\n")
+    shown = CliRunner().invoke(cli, ["status"])
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("new sessions:"))
+    assert "user.md is 1,400 of 1,375 characters" in line
+    assert "you can: bxctl memory remove --file FILE TEXT" in shown.stdout
+    checks = {
+        c["name"]: c for c in json.loads(CliRunner().invoke(cli, ["status", "--json"]).stdout)["checks"]
+    }
+    assert "you can: bxctl memory remove" in checks["new sessions"]["detail"]
+
+
+def test_edit_with_memoryd_down_says_so_before_opening_the_editor(home: Path, tmp_path: Path) -> None:
+    """Otherwise the owner edits, saves, and only then learns that nothing could be written."""
+    (home / "memory").mkdir(parents=True, exist_ok=True)
+    (home / "memory" / "user.md").write_text("Deploys on Thursdays.\n")
+    opened = tmp_path / "opened"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\ntouch {opened}\n")
+    editor.chmod(0o700)
+    done = bx("memory", "edit", "--file", "user", "Thursdays", env={**_env(home), "EDITOR": str(editor)})
+    assert done.returncode == 1
+    assert "memoryd does not answer" in done.stderr
+    assert not opened.exists()
+
+
 def _env(home: Path) -> dict[str, str]:
     import os
 

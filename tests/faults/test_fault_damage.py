@@ -284,3 +284,42 @@ def test_bxctl_memory_repair_shows_the_plan_then_restores(home: Path) -> None:
         assert "repair notes.md  by the owner" in log.stdout
     finally:
         assert stop(process) == 0
+
+
+def test_damage_stays_named_after_a_write_and_a_restart(home: Path, template: Path) -> None:
+    """Bytes someone appended to items.jsonl are named at start; memoryd then appends after them, so
+    they are no longer the file's tail. The next start must still name them (and repair restore the
+    file), not forget them because the checkpoint and the last append now look fine."""
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.copytree(template, home)
+    memory = home / "memory"
+    with (memory / "items.jsonl").open("ab") as handle:
+        handle.write(b'{"event":"capture","id":"mem-2026-01-01-001","text":"planted"}\n')
+    process = spawn(MEMORYD, home)
+    try:
+        status = wait_answers(process, MEMORYD, home)
+        assert isinstance(status, MemoryAdminReply)
+        assert [d["file"] for d in status.data["damage"]] == ["items.jsonl"]
+        _answered(memory_call(home, {"action": "note", "text": "a note after the damage"}, "n1"), "noted")
+    finally:
+        assert stop(process) == 0
+    process = spawn(MEMORYD, home)
+    try:
+        status = wait_answers(process, MEMORYD, home)
+        assert isinstance(status, MemoryAdminReply)
+        assert [d["file"] for d in status.data["damage"]] == ["items.jsonl"], status.text
+        assert "that no journal line wrote" in status.data["damage"][0]["text"]
+        done = _admin(home, "repair", yes=True)
+        assert done.data["applied"], done.text
+        assert b"planted" not in (memory / "items.jsonl").read_bytes()
+        assert b"a note after the damage" in (memory / "items.jsonl").read_bytes()
+        assert _admin(home, "status").data["damage"] == []
+    finally:
+        assert stop(process) == 0
+    process = spawn(MEMORYD, home)
+    try:
+        status = wait_answers(process, MEMORYD, home)
+        assert isinstance(status, MemoryAdminReply)
+        assert status.data["damage"] == []
+    finally:
+        assert stop(process) == 0

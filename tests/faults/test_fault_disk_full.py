@@ -163,6 +163,7 @@ def test_a_note_committed_while_the_index_disk_is_full_is_answered_and_recalled_
                 check=False,
             )
             assert "INDEX BEHIND: notes were written that the index could not take" in shown.stdout
+            assert "index: PROBLEM - behind: notes were written that it could not take" in shown.stdout
             filler.unlink()
             recalled = ask(home, {"query": "lighthouse keeper Ada"}, "r1", tool="recall")
             assert isinstance(recalled, ToolResponse)

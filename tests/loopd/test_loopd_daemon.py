@@ -207,6 +207,16 @@ def test_every_disagreement_is_said_at_once_and_status_says_not_ready(home: Path
             status = wire.call(socket, Status(), timeout=5)
             assert isinstance(status, StatusReply)
             assert status.detail.startswith(f"NOT READY: the model server at {url} disagrees")
+            assert isinstance(status.data, dict)
+            assert "[expect] n_ctx says 8,192" in status.data["model_problem"]
+            shown = subprocess.run(
+                [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), "status"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert f"model: PROBLEM - the model server at {url} disagrees with loopd.toml" in shown.stdout
     finally:
         assert stop(process) == 0
 

@@ -235,6 +235,16 @@ def test_redact_replaces_only_the_credential() -> None:
     assert redact(f"é {wide} é") == f"é {REDACTED} é"
 
 
+@pytest.mark.parametrize("hidden", ["\u200b", "\u00ad", "\u2060", "\ufeff", "\u200d"])
+def test_redact_sees_a_credential_through_invisible_characters(hidden: str) -> None:
+    """A zero-width space or soft hyphen inside a token hides it from the pattern, not from a reader
+    (nor from the next copy and paste): recall must not return it either."""
+    key = "AKIA" + hidden + "ABCDEFGHIJKLMNOP"
+    assert redact(f"the key {key} is for the demo") == f"the key {REDACTED} is for the demo"
+    token = "ghp_" + "abcdefghij" + hidden + "klmnopqrstuvwxyz0123456789"
+    assert redact(f"token {token}.") == f"token {REDACTED}."
+
+
 def _call(service: Memoryd, tool: str, arguments: dict[str, Any]) -> Any:
     request = ToolRequest(session="chat-later", call_id="c9", tool=tool, arguments=arguments)
     return memory_tool.call(

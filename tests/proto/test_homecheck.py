@@ -183,3 +183,51 @@ def test_the_index_path_is_walked_without_links(home: Path) -> None:
     os.symlink(elsewhere, home / "index")
     with pytest.raises(fsio.LinkRefused):
         fsio.check_no_links(home, home / "index" / "memory.sqlite3")
+
+
+@pytest.mark.parametrize(
+    ("name", "mode", "role"),
+    [
+        (".", 0o777, "memoryd"),
+        ("grants", 0o770, "brokerd"),
+        ("jobs", 0o707, "loopd"),
+        ("run", 0o722, "memoryd"),
+    ],
+    ids=["home", "grants", "jobs", "run"],
+)
+def test_bxctl_up_leaves_a_folder_others_could_write_for_the_check_to_name(
+    home: Path, name: str, mode: int, role: str
+) -> None:
+    """`bxctl up` (the README's way to start) makes missing folders but never changes an existing one's
+    mode: chmod-ing a home another user could write to 0700 would hide what they may have planted
+    (a grant, a job) from the very check that names it."""
+    made(home)
+    folder = (home / name).resolve()
+    folder.chmod(mode)
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "boxmaker.bxctl",
+                "--home",
+                str(home),
+                "up",
+                "--model-url",
+                "http://127.0.0.1:9",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"{role} cannot start: {folder} is writable by its group or by others" in done.stderr
+        assert "(runbook: home-unsafe)" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert folder.stat().st_mode & 0o777 == mode  # left for the owner to look at, not fixed
+    finally:
+        folder.chmod(0o700)
+        subprocess.run(
+            [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), "down"], timeout=60, check=False
+        )

@@ -88,9 +88,11 @@ def up(
     explicit = ctx.get_parameter_source("model_url") not in (None, click.core.ParameterSource.DEFAULT)
     wanted = _wanted(model_url if explicit else None, model_name, api_key_env, n_ctx)
     try:
-        ensure_home(state.layout.home)
-        for folder in (state.layout.grants, state.layout.jobs):  # the owner's: made for them, 0700
-            ensure_dir(folder)
+        # Made when missing, 0700; an existing folder's mode is left for the roles' start-up check to
+        # judge (a home or grants/ another user could write is named, never silently fixed).
+        ensure_home(state.layout.home, tighten=False)
+        for folder in (state.layout.grants, state.layout.jobs):  # the owner's: made for them
+            ensure_dir(folder, tighten=False)
     except (HomeError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     path = roles.LOOPD.config(state.layout)

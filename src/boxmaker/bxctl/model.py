@@ -47,6 +47,8 @@ class Wanted:
 
 def found_line(probe: roles.ModelProbe) -> str:
     """One line saying what answers at the URL (or that nothing does yet)."""
+    if probe.not_model:
+        return f"model: {probe.detail}"
     if not probe.answered:
         return f"model: {probe.detail}; loopd starts and waits for it (chat works once it runs)"
     parts = [probe.detail]

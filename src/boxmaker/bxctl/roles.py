@@ -152,6 +152,8 @@ class ModelProbe:
     detail: str
     supports_tools: bool | None = None
     models: tuple[str, ...] = ()
+    #: Something answers HTTP at the URL, but no model server's endpoint (a web server on that port).
+    not_model: bool = False
 
 
 def model_probe(url: str, timeout: float = 5.0) -> ModelProbe:
@@ -184,11 +186,29 @@ def model_probe(url: str, timeout: float = 5.0) -> ModelProbe:
                 first = listed[0]
                 if n_ctx is None and isinstance(first, dict) and _positive(first.get("n_ctx")):
                     n_ctx = first["n_ctx"]
-            models = _model_names(_json(http.get(f"{base}/v1/models")))
+            listing = http.get(f"{base}/v1/models")
+            models = _model_names(_json(listing))
             kind = "llama-server" if llama else _kind(http, base)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         return ModelProbe(False, False, None, None, f"no model server answers at {base} ({exc})")
+    if not llama and not kind.startswith("Ollama") and not _lists_models(listing):
+        detail = (
+            f"something answers HTTP at {base}, but not as a model server (GET /v1/models: HTTP "
+            f"{listing.status_code}); check the URL (bxctl up --model-url URL)"
+        )
+        return ModelProbe(False, False, None, None, detail, not_model=True)
+    if not llama and listing.status_code in (401, 403):
+        kind += " (it asks for an API key: --api-key-env VAR)"
     return ModelProbe(True, llama, n_ctx, slots, f"{kind} at {base}", tools, models)
+
+
+def _lists_models(listing: httpx.Response) -> bool:
+    """``GET /v1/models`` answered as an OpenAI-compatible server does: a JSON object with a ``data``
+    list, or 401/403 (a server that wants an API key)."""
+    if listing.status_code in (401, 403):
+        return True
+    data = _json(listing)
+    return isinstance(data, dict) and isinstance(data.get("data"), list)
 
 
 def _kind(http: httpx.Client, base: str) -> str:
@@ -284,7 +304,7 @@ def write_config(layout: Layout, role: Role, text: str | None = None) -> tuple[P
     """Write the role's config (`text`, else its template) if none exists. Returns its path and
     whether it was written."""
     path = role.config(layout)
-    ensure_dir(path.parent)
+    ensure_dir(path.parent)  # config/ is in no role's start-up check: kept 0700 here
     if path.exists():
         return path, False
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -341,7 +361,7 @@ def start(layout: Layout, role: Role, timeout: float = 120.0) -> RoleStatus:
         write_config(
             layout, role, loopd_config_text(DEFAULT_MODEL_URL, None, None) if role is LOOPD else None
         )
-    ensure_dir(layout.run)
+    ensure_dir(layout.run, tighten=False)  # run/ is the roles' start-up check's to judge
     log_path = role.log_file(layout)
     command = [
         sys.executable,

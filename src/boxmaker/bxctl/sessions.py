@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from boxmaker.bxctl.options import json_option
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
@@ -317,12 +318,15 @@ def _count(number: int, word: str) -> str:
 @click.option(
     "--yes", is_flag=True, help="Erase them (without it, only the list is printed; nothing changes)."
 )
+@json_option
 @click.pass_context
-def prune(ctx: click.Context, job: str | None, keep: int, yes: bool) -> None:
+def prune(ctx: click.Context, job: str | None, keep: int, yes: bool, as_json: bool) -> None:
     """Erase old runs of cron jobs (sessions job-NAME-t...), keeping the newest --keep of each job.
 
     Runs go through `bxctl memory erase --session` (every holder: logs, index, audit), with the
-    authority `owner-prune`; run it without --yes first to see the plan.
+    authority `owner-prune`; run it without --yes first to see the plan. With --json it prints what
+    `bxctl memory erase --json` prints (the plan, or with --yes the receipt; the runs are its
+    ``scope_refs``), and ``{"scope_refs": [], "changed": false}`` when there is nothing to prune.
 
     \b
     Example:
@@ -339,11 +343,15 @@ def prune(ctx: click.Context, job: str | None, keep: int, yes: bool) -> None:
             runs.setdefault(name, []).append(folder.name)
     old = sorted(s for sessions_of_job in runs.values() for s in sessions_of_job[keep:])
     if not old:
-        click.echo(f"nothing to prune: no job has more than {keep:,} run{'' if keep == 1 else 's'}")
+        if as_json:
+            click.echo(json.dumps({"scope_refs": [], "changed": False}, indent=2))
+        else:
+            click.echo(f"nothing to prune: no job has more than {keep:,} run{'' if keep == 1 else 's'}")
         return
-    more = " …" if len(old) > 10 else ""
-    click.echo(f"{_count(len(old), 'old job run')}: {', '.join(old[:10])}{more}")
-    ctx.invoke(memory_erase, sessions=tuple(old), authority="owner-prune", yes=yes)
+    if not as_json:
+        more = " …" if len(old) > 10 else ""
+        click.echo(f"{_count(len(old), 'old job run')}: {', '.join(old[:10])}{more}")
+    ctx.invoke(memory_erase, sessions=tuple(old), authority="owner-prune", yes=yes, as_json=as_json)
 
 
 def _job_of(session: str) -> str | None:

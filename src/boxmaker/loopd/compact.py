@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from boxmaker.loopd.flush import FLUSH_SPEAKER
 from boxmaker.loopd.model import Completion, ContextFull, ModelError
 from boxmaker.loopd.session import Session
+from boxmaker.proto.inert import inert_tags
 from boxmaker.proto.records import Assistant, Record, ToolResult, User
 
 log = logging.getLogger("boxmaker.loopd")
@@ -34,11 +35,6 @@ MIN_LINE = 200
 MIN_SUMMARY = 40
 
 _THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
-_TAG = re.compile(
-    r"<\|[^<>|]{0,40}\|>|</?(?:think|thinking|tool_call|tool_response|tools|system|user|assistant|"
-    r"im_start|im_end|start_of_turn|end_of_turn|s)\b[^<>]{0,40}>",
-    re.I,
-)
 
 
 class Model(Protocol):
@@ -56,12 +52,11 @@ class Model(Protocol):
 
 
 def neutralise(text: str) -> str:
-    """`text` with inline thinking removed and chat-template tags made inert: ``<|im_start|>`` becomes
-    ``[im_start]``, ``</think>`` ``[/think]``, and any ``<|`` or ``|>`` left is split by a space, so a
-    carried summary cannot open or close a turn of the template."""
-    text = _THINK.sub("", text)
-    text = _TAG.sub(lambda m: "[" + m.group().strip("<>").strip("|") + "]", text)
-    return text.replace("<|", "< |").replace("|>", "| >")
+    """`text` with inline thinking removed and chat-template tags made inert (`proto.inert`):
+    ``<|im_start|>`` becomes ``[im_start]``, ``</think>`` ``[/think]``, ``[INST]`` ``(INST)``, and any
+    ``<|`` or ``|>`` left is split by a space, so a carried summary cannot open or close a turn of the
+    template."""
+    return inert_tags(_THINK.sub("", text))
 
 
 def cut(text: str, chars: int) -> str:

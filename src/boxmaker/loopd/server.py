@@ -385,6 +385,7 @@ class Server:
                 "llama_server": info.llama if info else None,
                 "supports_tools": info.supports_tools if info else None,
                 "model_answered": info is not None,
+                "model_problem": self.problem,
                 "main_slot": self.loop.settings.main_slot,
                 "jobs_problem": self.scheduler.problem if self.scheduler is not None else "",
                 "turns": self.turns.listing(),

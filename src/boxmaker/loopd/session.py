@@ -40,6 +40,7 @@ from typing import Any
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
+from boxmaker.proto.inert import inert_tags
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.records import (
     Assistant,
@@ -158,7 +159,9 @@ def message_of(record: Record) -> dict[str, Any] | None:
     if isinstance(record, Assistant):
         return tool_call_message(record)
     if isinstance(record, ToolResult):
-        return {"role": "tool", "tool_call_id": record.tool_call_id, "content": record.content}
+        # A tool's text (a fetched page, a file, a recall hit) never opens or closes a turn of the chat
+        # template (proto.inert); the same at every replay, so each request still extends the last.
+        return {"role": "tool", "tool_call_id": record.tool_call_id, "content": inert_tags(record.content)}
     return None
 
 

@@ -108,8 +108,10 @@ def check_no_links(base: Path, path: Path) -> None:
         os.close(fd)
 
 
-def ensure_dir(path: Path) -> None:
-    """Create `path` and every missing parent with mode 0700; an existing `path` is set to 0700.
+def ensure_dir(path: Path, *, tighten: bool = True) -> None:
+    """Create `path` and every missing parent with mode 0700; an existing `path` is set to 0700, or
+    with ``tighten=False`` left as it is (bxctl, which must leave a folder another user could write for
+    the roles' start-up check to name: `proto.homecheck`).
 
     Raises:
         OSError: when a folder cannot be created or its mode set.
@@ -122,7 +124,7 @@ def ensure_dir(path: Path) -> None:
     for folder in reversed(missing):
         folder.mkdir(mode=DIR_MODE, exist_ok=True)
         os.chmod(folder, DIR_MODE)
-    if path.stat().st_mode & 0o777 != DIR_MODE:
+    if tighten and path.stat().st_mode & 0o777 != DIR_MODE:
         os.chmod(path, DIR_MODE)
 
 

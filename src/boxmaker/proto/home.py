@@ -45,14 +45,15 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def ensure_home(home: Path) -> Path:
-    """Create `home` with mode 0700 if missing.
+def ensure_home(home: Path, *, tighten: bool = True) -> Path:
+    """Create `home` with mode 0700 if missing; an existing home is set to 0700, or with
+    ``tighten=False`` left as it is (`fsio.ensure_dir`).
 
     Raises:
         HomeError: when it cannot be created or is not a folder.
     """
     try:
-        ensure_dir(home)
+        ensure_dir(home, tighten=tighten)
     except OSError as exc:
         raise HomeError(f"cannot create the home folder {home}: {exc.strerror or exc}") from None
     return home

@@ -83,6 +83,7 @@ def memory_edit(state: State, file: str, old: str, memory_socket: Path | None, a
         EDITOR=nano bxctl memory edit --file memory "deploy"
     """
     path = memory_socket_path(state, memory_socket)
+    client.admin(path, "status")  # memoryd answers, before the owner spends time in the editor
     entry = _entry(state, file, old)
     edited = _in_editor(entry)
     if edited.strip() == entry.strip():
@@ -121,6 +122,11 @@ def _in_editor(text: str) -> str:
             raise click.ClickException(
                 f"the editor {editor!r} exited with status {done.returncode}; nothing written"
             )
-        return Path(name).read_text(encoding="utf-8")
+        try:
+            return Path(name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.ClickException(
+                f"what the editor saved cannot be read ({exc}); nothing was written"
+            ) from None
     finally:
         Path(name).unlink(missing_ok=True)

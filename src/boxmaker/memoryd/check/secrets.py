@@ -215,14 +215,21 @@ def _split_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _nfkc_with_offsets(text: str) -> tuple[str, list[int]]:
-    """NFKC of `text` character by character, and for each position of the result the position in
-    `text` it came from (so spans found on the NFKC form map back)."""
+    """NFKC of `text` character by character, without format characters (zero-width spaces and
+    joiners, soft hyphens, bidirectional controls: general category Cf, which hide a token from a
+    pattern but not from a reader), and for each position of the result the position in `text` it came
+    from (so spans found on the folded form map back, the hidden characters inside them included)."""
     if text.isascii():
         return text, list(range(len(text) + 1))
     out: list[str] = []
     origin: list[int] = []
     for position, char in enumerate(text):
-        folded = unicodedata.normalize("NFKC", char) if not char.isascii() else char
+        if char.isascii():
+            folded = char
+        elif unicodedata.category(char) == "Cf":
+            continue
+        else:
+            folded = unicodedata.normalize("NFKC", char)
         out.append(folded)
         origin += [position] * len(folded)
     origin.append(len(text))

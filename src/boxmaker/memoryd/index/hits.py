@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from boxmaker.proto.escape import escape
 from boxmaker.proto.ids import mcp_client_of
+from boxmaker.proto.inert import inert_tags
 from boxmaker.proto.labels import DataClass, Label
 
 SNIPPET_LIMIT = 600
@@ -97,11 +98,12 @@ _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 def defuse(snippet: str) -> str:
     """A snippet as the model reads it, still at most `SNIPPET_LIMIT` characters, that cannot pass
-    for another hit: every line break is a plain newline, every code
+    for another hit nor for a turn of the chat template: chat-template tags are made inert
+    (`proto.inert`: ``<|im_start|>`` is ``[im_start]``), every line break is a plain newline, every code
     point a terminal or a reader cannot see is written as a visible escape (`proto.escape`, so NUL
     is ``\\x00`` and ZERO WIDTH SPACE ``\\u200b``), and every ``[n]`` gets a backslash before it
     (``\\[2] identity ...``), so text inside one hit never forges the header of another."""
-    safe = _NUMBERED.sub(r"\\[\1]", escape(_LINE_BREAKS.sub("\n", snippet)))
+    safe = _NUMBERED.sub(r"\\[\1]", escape(_LINE_BREAKS.sub("\n", inert_tags(snippet))))
     return safe if len(safe) <= SNIPPET_LIMIT else safe[: SNIPPET_LIMIT - 1] + ELLIPSIS
 
 

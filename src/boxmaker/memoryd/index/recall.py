@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files.entries import IDENTITY_FILES
 from boxmaker.memoryd.files.journal import encode_line
 from boxmaker.memoryd.files.store import FileUnreadable, Store
@@ -216,7 +217,7 @@ class Recaller:
             line = {
                 "time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "session": session,
-                "query": text,
+                "query": redact(text),  # a credential the model put in its query is never stored
                 "k": k,
                 "hits": [h.key for h in hits],
                 "owner": owner,

@@ -51,6 +51,15 @@ def trailing(file: str, extra: int, end: int) -> str:
     return f"{file} has {extra:,} bytes after byte {end:,}, where the journal's last append to it ends"
 
 
+def gap(file: str, extra: int, at: int, edit: str) -> str:
+    """`file` (written only by memoryd) holds bytes between two appends the journal records, or between
+    the checkpoint's mark and the first append since, that no journal line wrote."""
+    return (
+        f"{file} has {extra:,} bytes at byte {at:,} that no journal line wrote, before what edit {edit} "
+        "appended"
+    )
+
+
 def since_check(file: str, how: str) -> str:
     """`file` differs from the checkpoint's mark (`how`: ``is N bytes, shorter than …``)."""
     return f"{file} {how}"

@@ -17,6 +17,7 @@ The checks, and what each costs (the history before the checkpoint is never read
 | `content.chained` | the first line since the checkpoint the hash chain rejects (`files.chain`) |
 | `content.appends` | an append since the checkpoint (``appended``) its file no longer holds |
 | `content.tails` | bytes after the last append in a file only memoryd writes (items.jsonl, …) |
+| `content.gaps` | bytes between two appends (or the checkpoint's mark and the first) in such a file |
 | `content.identity` | soul.md, memory.md, user.md or conventions.md unreadable, not UTF-8, or with NUL |
 
 Where later checks go: the checks of ownership, modes and symbolic links (the security issue) are more
@@ -45,6 +46,7 @@ CHECKS: tuple[Check, ...] = (
     content.chained,
     content.appends,
     content.tails,
+    content.gaps,
     content.identity,
 )
 

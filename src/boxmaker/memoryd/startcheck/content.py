@@ -265,6 +265,24 @@ def chained(state: State) -> list[Finding]:
     return [Finding(problem, damage.RUNBOOK, chain_sentences.RESTORE_CHAIN, name)]
 
 
+def gaps(state: State) -> list[Finding]:
+    """Bytes between the appends the journal records since the checkpoint (or between the checkpoint's
+    mark and the first of them), in a file only memoryd writes: memoryd appends each after the last, so
+    a gap is bytes someone else put there (and `tails` no longer sees them once memoryd appended after
+    them). The first gap per file."""
+    found = []
+    for name in ONLY_MEMORYD:
+        expected: int | None = None
+        if state.checkpoint is not None and name in state.checkpoint.files and not state.moved(name):
+            expected = int(state.checkpoint.files[name].get("size", 0))
+        for record in (r for r in state.records if r.file == name):
+            if expected is not None and record.at > expected:
+                found.append(_finding(damage.gap(name, record.at - expected, expected, record.edit), name))
+                break
+            expected = record.end
+    return found
+
+
 def identity(state: State) -> list[Finding]:
     """soul.md, memory.md, user.md and conventions.md: readable, UTF-8, no NUL byte."""
     found = []
