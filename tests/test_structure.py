@@ -6,6 +6,7 @@ STYLE 3 and 9; DESIGN 1.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
 import sys
 import tomllib
@@ -264,10 +265,17 @@ def test_every_library_src_imports_is_a_runtime_dependency() -> None:
     """`pip install .` must give bxctl and the daemons every library they import (README's first
     command): an import of a library that only an extra (``[test]``) installs breaks a plain install."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared = {re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0].lower() for spec in project["dependencies"]}
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    declared = {norm(re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0]) for spec in project["dependencies"]}
+    # an import name is the distribution's name unless the installed distributions say otherwise
+    # (``mcp_types`` comes from ``mcp-types``)
+    distributions = importlib.metadata.packages_distributions()
     missing = {}
     for module in PACKAGE.rglob("*.py"):
         for name in _top_level_imports(module) - set(sys.stdlib_module_names) - {"boxmaker"}:
-            if name.lower() not in declared:
+            if not {norm(d) for d in distributions.get(name, [name])} & declared:
                 missing.setdefault(name, str(module.relative_to(ROOT)))
     assert not missing, f"imported by src/ but not in [project] dependencies: {missing}"
