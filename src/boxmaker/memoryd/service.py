@@ -11,6 +11,7 @@ staging), opens and closes them, and routes each message kind its three sockets 
 | memory_call | brokerd | tool_response (`tool.call`; a rule's refusal is a tool_response, never an error) |
 | reindex | bxctl | reindexed |
 | memory_admin | bxctl | memory_admin_reply (`admin.handle`) |
+| memory_import | bxctl | memory_admin_reply (`admin.imports.handle`; issue 17) |
 
 Wiring that must stay as it is: the journal's listeners first fold what the commit appended into
 the item store (`ItemStore.follow`), then write the index.md and topic pages it touched after every
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from boxmaker.memoryd import admin, startcheck, tool
+from boxmaker.memoryd.admin import imports as owner_imports
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.dream.staging import Staging
 from boxmaker.memoryd.erase.scope import Holdings
@@ -57,6 +59,7 @@ from boxmaker.proto.messages import (
     MemoryBlock,
     MemoryBlockReply,
     MemoryCall,
+    MemoryImport,
     Ok,
     Reindex,
     Reindexed,
@@ -69,7 +72,7 @@ log = logging.getLogger("boxmaker.memoryd")
 #: Message kinds each socket takes (M5a section 7).
 LOOP_KINDS = frozenset({"memory_block", "session_updated"})
 BROKER_KINDS = frozenset({"memory_call"})
-ADMIN_KINDS = frozenset({"reindex", "memory_admin"})
+ADMIN_KINDS = frozenset({"reindex", "memory_admin", "memory_import"})
 
 
 def _not_the_owner(kind: str, session: str) -> None:
@@ -106,6 +109,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         store.notes_path,
         config.max_class,
         controls.exclusion,
+        imports=layout.imports,
     )
     writer = Writer(
         store, journal, now, config.review, index.add_notes, sessions=layout.sessions, items=items
@@ -234,6 +238,8 @@ class Memoryd:
             return Reindexed(logs=counts.logs, records=counts.records, notes=counts.notes)
         if isinstance(body, MemoryAdmin):
             return admin.handle(memory, body)
+        if isinstance(body, MemoryImport):
+            return owner_imports.handle(memory, body)
         raise ProtocolError(f"memoryd does not answer {kind}")
 
     def refresh_projections(self) -> None:

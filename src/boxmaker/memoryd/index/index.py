@@ -86,6 +86,7 @@ class Index:
         notes: notes.md.
         max_class: rows above this class are not indexed (``[index] max_class``).
         exclusion: what is withdrawn now (`controls.Controls.exclusion`); never indexed.
+        imports: the import archives' folder, ``imports/`` (None: none are indexed).
     """
 
     def __init__(
@@ -95,8 +96,11 @@ class Index:
         notes: Path,
         max_class: DataClass,
         exclusion: Callable[[], Exclusion] | None = None,
+        *,
+        imports: Path | None = None,
     ) -> None:
         self.path = path
+        self.imports = imports
         self.exclusion = exclusion
         self.sessions = sessions
         self.notes = notes
@@ -158,7 +162,9 @@ class Index:
         except BaseException:
             conn.close()
             raise
-        return IndexDB(conn, self.sessions, self.max_class, self._cancel, self.exclusion)
+        return IndexDB(
+            conn, self.sessions, self.max_class, self._cancel, self.exclusion, imports=self.imports
+        )
 
     def close(self) -> None:
         """Stop the background work (between two batches), then close every connection."""
@@ -249,6 +255,24 @@ class Index:
                 self._waiting.add(session)
                 return 0
         return self._catch_up([session])
+
+    def forget(self, sessions: Sequence[str]) -> int:
+        """Take `sessions`' rows and progress out of the index (`IndexDB.forget`): an import archive
+        about to be replaced by a different one is read again from its start by the next catch-up. The
+        caller then starts `rebuild_in_background`, which drops the old rows' terms. Returns the rows
+        taken out."""
+        if not sessions:
+            return 0
+        with self._catching, self._lock:
+            return self.db.forget(sessions)
+
+    def catch_up_many(self, sessions: Sequence[str]) -> int:
+        """`catch_up` for several sessions at once. Returns rows added."""
+        with self._waiting_lock:
+            if not self._ready.is_set():
+                self._waiting.update(sessions)
+                return 0
+        return self._catch_up(list(sessions))
 
     def catch_up_all(self) -> int:
         """Catch up every session. Returns rows added."""

@@ -10,6 +10,7 @@
 - `promotion`: Promotion: `propose` and the owner's decisions on proposals (seed 003 sections 17, 23.5).
 - `review`: Skeptical recall, review, metamemory: retrievals, feedback (seed 003 sections 15.2, 16, 23).
 - `dream`: Autodream's maintenance actions and staging (seed 003 section 14).
+- `imports`: Imports of other products' memory (issue 17, ``bxctl import``).
 - `damage`: A full disk, damage found at start, and `bxctl memory repair` (docs/runbook.md
   ``disk-full`` and ``memory-damaged``).
 

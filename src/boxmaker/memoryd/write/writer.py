@@ -178,10 +178,13 @@ class Writer:
         *,
         fields: CaptureFields | None = None,
         plan: Plan | None = None,
+        anchor: str | None = None,
     ) -> Answer:
         """Append a note labelled by the caller and capture it as an item (module docstring);
         `action` is "note", or "add" (with the identity `file` it was meant for) for an add from a
         tainted session; `fields` are its checked capture fields (None: knowledge, nothing else).
+        The header carries ``via <caller.via>`` when the caller names one; `anchor` is the item's
+        Source when memoryd knows a better one than the session's (an import's place).
 
         `plan` (a merge, `itemops.merge`) is asked inside the lock with the fold and the new item's
         id and time: it refuses (nothing written), or gives the item's label, the events that follow
@@ -190,7 +193,8 @@ class Writer:
         if isinstance(vetted, Refusal):
             return Answer.refused(vetted)
         fields = fields or CaptureFields()
-        anchor = None if caller.owner else source.session_source(self.sessions, caller.session, caller.call)
+        if anchor is None and not caller.owner:
+            anchor = source.session_source(self.sessions, caller.session, caller.call)
         with self.lock:
             reserved = self.journal.reserve()
             ident = self.items.next_id(reserved.moment.astimezone(dt.UTC).date())
@@ -209,7 +213,7 @@ class Writer:
                 label,
                 vetted.text,
                 self._next_position(),
-                (ident, fields.kind),
+                (ident, fields.kind, *((f"via {caller.via}",) if caller.via else ())),
             )
             event = capture_event(
                 ident=ident,
