@@ -72,7 +72,8 @@ def memory_export(
 @json_option
 @pass_state
 def memory_import(state: State, file: Path, trusted: bool, memory_socket: Path | None, as_json: bool) -> None:
-    """Import a bundle written by bxctl memory export: checked whole first, or refused.
+    """Import a bundle written by bxctl memory export: checked whole first, or refused. (Another
+    product's memory, from Hermes, ChatGPT, Claude, Claude Code or Gemini, comes in with `bxctl import`.)
 
     Every imported item is untrusted unless --trusted, and is marked imported. Items already here
     with the same text are skipped; withdrawn items come with their controls; a control that would
