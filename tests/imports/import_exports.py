@@ -29,15 +29,16 @@ def hermes_home(root: Path, *, version: int = 30) -> Path:
         CREATE TABLE schema_version(version INTEGER NOT NULL);
         CREATE TABLE sessions(id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT, started_at REAL NOT NULL,
             parent_session_id TEXT, end_reason TEXT);
-        CREATE TABLE messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL,
-            content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL NOT NULL,
+        CREATE TABLE messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+            role TEXT NOT NULL, content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL NOT NULL,
             reasoning_content TEXT, active INTEGER NOT NULL DEFAULT 1, compacted INTEGER NOT NULL DEFAULT 0,
             _compressed_summary INTEGER NOT NULL DEFAULT 0);
         """
     )
     conn.execute("INSERT INTO schema_version VALUES (?)", (version,))
     conn.execute(
-        "INSERT INTO sessions VALUES ('20260301_101500_ab12cd', 'cli', 'Kayak trip', 1772360100.0, NULL, NULL)"
+        "INSERT INTO sessions VALUES"
+        " ('20260301_101500_ab12cd', 'cli', 'Kayak trip', 1772360100.0, NULL, NULL)"
     )
     calls = json.dumps(
         [

@@ -66,8 +66,11 @@ def _tree(home: Path) -> dict[str, bytes]:
 def test_ids_fit_session_ids_and_are_stable() -> None:
     first = import_id("claude-code", "0a1b2c3d-0000-4000-8000-00000000cc01")
     assert first == import_id("claude-code", "0a1b2c3d-0000-4000-8000-00000000cc01")
-    assert first.startswith("imp-claude-code-") and len(first) == 42 and is_import_id(first)
-    assert not is_import_id("imp-hermes") and not is_import_id("chat-abc")
+    assert first.startswith("imp-claude-code-")
+    assert len(first) == 42
+    assert is_import_id(first)
+    assert not is_import_id("imp-hermes")
+    assert not is_import_id("chat-abc")
 
 
 def test_a_conversation_after_a_browsing_result_comes_back_tainted(
@@ -76,10 +79,12 @@ def test_a_conversation_after_a_browsing_result_comes_back_tainted(
     parsed = chatgpt.parse(exports.chatgpt_export(tmp_path))
     data = _run(service, _body("chatgpt", parsed))
     (archive,) = data["archives"]
-    assert archive["state"] == "new" and archive["records"] == 4
+    assert archive["state"] == "new"
+    assert archive["records"] == 4
     path = archive_path(home / "imports", archive["id"])
     assert path.parent == home / "imports" / "chatgpt"
-    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[0] == {
         "type": "user",
@@ -90,7 +95,8 @@ def test_a_conversation_after_a_browsing_result_comes_back_tainted(
     tags = {h["key"]: h["tag"] for h in before}
     assert tags[f"session/{archive['id']}/0/0"] == "memory"  # the owner's question, before the browsing
     after = _search(service, "Stormglass marine endpoint")
-    assert after and all(h["tag"] == "memory-tainted" for h in after)
+    assert after
+    assert all(h["tag"] == "memory-tainted" for h in after)
     assert not any("marine endpoint is v2" in h["text"] for h in after)  # the result itself is not indexed
     journal = [
         json.loads(line)
@@ -98,7 +104,8 @@ def test_a_conversation_after_a_browsing_result_comes_back_tainted(
         for line in p.read_text().splitlines()
     ]
     (line,) = [e for e in journal if e["action"] == "import-archives"]
-    assert line["where"] == "imports/chatgpt/" and line["archives"][0]["state"] == "new"
+    assert line["where"] == "imports/chatgpt/"
+    assert line["archives"][0]["state"] == "new"
     assert "Harbour" not in json.dumps(line)  # the journal names ids and hashes, never the text
 
 
@@ -121,7 +128,8 @@ def test_a_second_import_changes_nothing_and_a_grown_one_is_indexed_once(
     data = _run(service, _body("chatgpt", grown))
     assert [a["state"] for a in data["archives"]] == ["grown"]
     hits = [h for h in _search(service, "quota calls") if "quota" in h["text"]]
-    assert len(hits) == 1 and hits[0]["tag"] == "memory-tainted"
+    assert len(hits) == 1
+    assert hits[0]["tag"] == "memory-tainted"
     assert _count(service, QUESTION) == 1  # never indexed twice
 
 
@@ -147,11 +155,12 @@ def test_hermes_entries_are_untrusted_notes_and_pending_and_the_poisoned_one_is_
     assert [s for _, s, _ in states] == ["noted", "noted", "refused", "noted", "noted"]
     assert (home / "memory" / "memory.md").read_text().strip() == ""
     notes = (home / "memory" / "notes.md").read_text()
-    assert "in session imp-hermes · private · untrusted · mem-" in notes and "· via import:hermes" in notes
+    assert "in session imp-hermes · private · untrusted · mem-" in notes
+    assert "· via import:hermes" in notes
     assert exports.POISON not in notes
     pending = service.handle("memory_admin", MemoryAdmin(command="pending"))
     assert isinstance(pending, MemoryAdminReply)
-    assert [p["origin"] for p in pending.data][0] == {
+    assert next(p["origin"] for p in pending.data) == {
         "kind": "import",
         "name": "imp-hermes",
         "class": "private",
@@ -184,7 +193,8 @@ def test_accept_applies_the_clean_entries_as_the_owners_edits(
         for line in p.read_text().splitlines()
     ]
     accepted = [e for e in journal if e.get("pending") and e["where"] == "user.md"]
-    assert accepted[0]["session"] == "owner" and accepted[0]["origin"]["kind"] == "import"
+    assert accepted[0]["session"] == "owner"
+    assert accepted[0]["origin"]["kind"] == "import"
     again = _run(service, _body("hermes", hermes.parse(exports.hermes_home(tmp_path / "2"))))
     assert [e["state"] for e in again["entries"]] == ["present", "present", "refused", "present", "present"]
 
@@ -195,13 +205,15 @@ def test_a_dry_run_and_a_refused_record_change_nothing(service: Memoryd, home: P
     data = _run(service, _body("hermes", parsed, dry_run=True))
     assert [a["state"] for a in data["archives"]] == ["new"]
     assert [e["state"] for e in data["entries"]][:3] == ["would-note", "would-note", "refused"]
-    assert _tree(home) == before and not (home / "imports").exists()
+    assert _tree(home) == before
+    assert not (home / "imports").exists()
     parsed.conversations[0].records.append(
         {"type": "usage", "time": "2026-01-01T00:00:00Z", "prompt_n": 1, "cache_n": 0}
     )
     refused = _run(service, _body("hermes", parsed))
     assert refused["code"] == "refused:arguments"
-    assert _tree(home) == before and not (home / "imports").exists()
+    assert _tree(home) == before
+    assert not (home / "imports").exists()
 
 
 def test_erasure_deletes_an_import_archive_and_its_texts(
@@ -225,7 +237,8 @@ def test_erasure_deletes_an_import_archive_and_its_texts(
             args={"sessions": [archive], "authority": "ticket-17", "erasure_id": plan.data["erasure_id"]},
         ),
     )
-    assert isinstance(done, MemoryAdminReply) and done.data.get("code", "ok") == "ok", done
+    assert isinstance(done, MemoryAdminReply)
+    assert done.data.get("code", "ok") == "ok", done
     assert not archive_path(home / "imports", archive).exists()
     assert _search(service, "Harbour") == []
     assert "Which weather API" not in (home / "memory" / "notes.md").read_text()

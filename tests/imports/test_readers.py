@@ -8,11 +8,11 @@ import json
 import sqlite3
 from pathlib import Path
 
+import import_exports as exports
 import pytest
 
 from boxmaker.bxctl.imports import chatgpt, claude, claude_code, gemini, hermes
 from boxmaker.bxctl.imports.parsed import Malformed
-import import_exports as exports
 
 
 def _types(records: list[dict[str, object]]) -> list[str]:
@@ -31,7 +31,8 @@ def test_hermes_home_gives_entries_and_sessions(tmp_path: Path) -> None:
     ]
     assert parsed.entries[1].place == "memories/MEMORY.md entry 2"
     (session,) = parsed.conversations
-    assert session.conversation == "20260301_101500_ab12cd" and session.title == "Kayak trip"
+    assert session.conversation == "20260301_101500_ab12cd"
+    assert session.title == "Kayak trip"
     assert _types(session.records) == ["user", "assistant", "tool_result", "assistant"]
     call = session.records[1]["tool_calls"][0]  # type: ignore[index]
     assert call == {"id": "call_1", "name": "web_search", "arguments": '{"q": "tides"}'}
@@ -46,8 +47,8 @@ def test_hermes_unknown_schema_version_is_refused_in_one_sentence(tmp_path: Path
     with pytest.raises(Malformed) as refused:
         hermes.parse(home)
     assert str(refused.value) == (
-        f"{home / 'state.db'}, table schema_version: Hermes schema version 31 is not the one bxctl reads (30);"
-        " nothing was imported"
+        f"{home / 'state.db'}, table schema_version: Hermes schema version 31 is not the one bxctl"
+        " reads (30); nothing was imported"
     )
 
 
@@ -59,7 +60,8 @@ def test_chatgpt_takes_the_active_branch_and_marks_browsing_untrusted(tmp_path: 
     assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
     assert "zeppelins" not in json.dumps(records)  # the other branch is left out
     assert records[1]["tool_calls"][0]["name"] == "browser"  # type: ignore[index]
-    assert records[2]["untrusted"] is True and records[2]["tool_call_id"] == "call-b1"
+    assert records[2]["untrusted"] is True
+    assert records[2]["tool_call_id"] == "call-b1"
     assert records[0]["time"] == "2026-01-01T00:00:00Z"
     assert [(s.target, s.text) for s in parsed.suggestions] == [
         ("user.md", "I sail a small boat."),
@@ -72,7 +74,8 @@ def test_claude_ai_tool_results_are_untrusted_and_attachments_the_owners(tmp_pat
     records = conversation.records
     assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
     assert "[attachment plot.txt]\nPlot is 12 by 30 metres." in str(records[0]["content"])
-    assert records[2]["untrusted"] is True and "Council page" in str(records[2]["content"])
+    assert records[2]["untrusted"] is True
+    assert "Council page" in str(records[2]["content"])
     assert records[3]["time"] == "2026-02-10T09:01:00Z"  # +02:00 in the export, UTC in the archive
 
 
@@ -83,7 +86,8 @@ def test_claude_code_transcripts_auto_memory_and_claude_md(tmp_path: Path) -> No
     assert conversation.title == "Atlas build fix"
     assert _types(conversation.records) == ["user", "assistant", "tool_result", "assistant"]
     assert conversation.records[1]["reasoning_content"] == "Check the logs."
-    assert conversation.records[2]["call"] == "Bash" and conversation.records[2]["untrusted"] is True
+    assert conversation.records[2]["call"] == "Bash"
+    assert conversation.records[2]["untrusted"] is True
     assert "subagent prompt" not in json.dumps(conversation.records)  # sidechains are left out
     assert [e.text for e in parsed.entries] == [
         "Run `make check` before saying a change works.",
@@ -129,5 +133,5 @@ def test_a_hermes_db_that_is_not_one_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "h"
     home.mkdir()
     sqlite3.connect(home / "state.db").close()
-    with pytest.raises(Malformed, match="has no schema_version table: not a Hermes state.db"):
+    with pytest.raises(Malformed, match=r"has no schema_version table: not a Hermes state\.db"):
         hermes.parse(home)
