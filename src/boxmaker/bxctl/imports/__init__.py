@@ -73,8 +73,7 @@ def import_(
     memory_socket: Path | None,
     as_json: bool,
 ) -> None:
-    """Bring another product's memory in from PATH (this is not `bxctl memory import`, which takes
-    boxmaker's own bundles).
+    """Bring another product's memory in from PATH.
 
     \b
     SOURCE and PATH:
@@ -95,6 +94,9 @@ def import_(
     Example:
         bxctl import hermes ~/.hermes --dry-run
         bxctl import chatgpt ~/Downloads/chatgpt-export/conversations.json
+
+    \b
+    See also: bxctl memory import BUNDLE (boxmaker's own bundles, from bxctl memory export).
     """
     try:
         parsed = READERS[source](path)
@@ -202,6 +204,17 @@ _ENTRIES = {
 }
 
 
+#: How the counts line names each entry state.
+_COUNTED = {
+    "present": "already there",
+    "imported": "brought before",
+    "refused": "refused by the check",
+    "noted": "noted and pending",
+    "accepted": "accepted",
+    "would-note": "would be noted and pending",
+}
+
+
 def _describe(source: str, origin: str, dry_run: bool, data: dict[str, Any], parsed: Parsed) -> str:
     """What the owner reads: each conversation and entry, the counts, then the suggestions."""
     lines = [escape_line(f"{'dry run: nothing changed; ' if dry_run else ''}import from {source} ({origin})")]
@@ -213,13 +226,12 @@ def _describe(source: str, origin: str, dry_run: bool, data: dict[str, Any], par
         lines.append(escape_line(f"  {archive['id']}{title}: {archive['records']:,} records, {state}"))
     for entry in data["entries"]:
         said = _ENTRIES.get(str(entry["state"]), str(entry["state"])).format(file=entry["file"])
-        if entry.get("sentence") and entry["state"] in ("refused", "noted"):
+        failed = str(entry.get("code", "")).startswith("refused:")
+        if entry.get("sentence") and (entry["state"] == "refused" or failed):
             said += f": {entry['sentence']}"
         lines.append(escape_line(f"  {entry['place'] or entry['file']}: {said}"))
     conversations = _counts(data["archives"], _STATES)
-    entries = _counts(
-        data["entries"], {k: v.removesuffix(" {file}").removesuffix(" for") for k, v in _ENTRIES.items()}
-    )
+    entries = _counts(data["entries"], _COUNTED)
     lines.append(f"conversations: {conversations or 'none'}; entries: {entries or 'none'}")
     pending = [e["pending"] for e in data["entries"] if e.get("state") == "noted" and e.get("pending")]
     if pending:

@@ -72,8 +72,7 @@ def memory_export(
 @json_option
 @pass_state
 def memory_import(state: State, file: Path, trusted: bool, memory_socket: Path | None, as_json: bool) -> None:
-    """Import a bundle written by bxctl memory export: checked whole first, or refused. (Another
-    product's memory, from Hermes, ChatGPT, Claude, Claude Code or Gemini, comes in with `bxctl import`.)
+    """Import a bundle written by bxctl memory export: checked whole first, or refused.
 
     Every imported item is untrusted unless --trusted, and is marked imported. Items already here
     with the same text are skipped; withdrawn items come with their controls; a control that would
@@ -83,6 +82,9 @@ def memory_import(state: State, file: Path, trusted: bool, memory_socket: Path |
     \b
     Example:
         bxctl memory import ~/memory-2026-09-24.json
+
+    \b
+    See also: bxctl import SOURCE PATH (another product's memory: Hermes, ChatGPT, Claude, Gemini).
     """
     args = {"trusted": trusted}
     reply = client.admin(memory_socket_path(state, memory_socket), "import", str(file.absolute()), args)
