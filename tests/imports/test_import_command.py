@@ -38,7 +38,8 @@ def test_hermes_and_chatgpt_come_in_and_recall_finds_them_tagged(
     data = json.loads(first.output)
     assert [(a["state"], a["title"]) for a in data["archives"]] == [("new", "Harbour weather")]
     assert data["suggestions"][1] == {
-        "place": "custom instructions (user_instructions, conversation 1 (6790a1b2-0000-4000-8000-00000000c0de) node sys)",
+        "place": "custom instructions (user_instructions, conversation 1"
+        " (6790a1b2-0000-4000-8000-00000000c0de) node sys)",
         "target": "soul.md or conventions.md",
         "text": "Answer briefly.",
     }
@@ -72,7 +73,10 @@ def test_a_broken_export_is_refused_whole(home: Path, tmp_path: Path) -> None:
     )
     refused = CliRunner().invoke(cli, ["import", "chatgpt", str(path), "--json"])
     assert refused.exit_code == 1
-    sentence = f"{path}, conversation 2 (c2): names a parent node gone that is not in its mapping; nothing was imported"
+    sentence = (
+        f"{path}, conversation 2 (c2): names a parent node gone that is not in its mapping;"
+        " nothing was imported"
+    )
     assert json.loads(refused.output.split("\nError")[0]) == {
         "code": "malformed",
         "text": sentence,
