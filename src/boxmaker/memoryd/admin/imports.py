@@ -106,7 +106,7 @@ def _write(memory: Memory, body: MemoryImport, planned: list[archives.Planned]) 
             try:
                 archives.write(imports, item)
             except OSError as exc:
-                failure = sentences.unwritable(item.archive, exc.strerror or str(exc))
+                failure = sentences.import_unwritable(item.archive, exc.strerror or str(exc))
                 break
             written.append(item)
         kept = {p.archive for p in written}

@@ -83,9 +83,9 @@ def encode(conversation: ImportedConversation) -> bytes | Refusal:
         try:
             record = decode_record(json.dumps(raw, ensure_ascii=True).encode("ascii"))
         except (ValueError, TypeError) as exc:
-            return sentences.bad_record(conversation.conversation, number, str(exc))
+            return sentences.import_bad_record(conversation.conversation, number, str(exc))
         if not isinstance(record, _KINDS):
-            return sentences.bad_record(
+            return sentences.import_bad_record(
                 conversation.conversation,
                 number,
                 f"type {raw.get('type')!r}: only user, assistant, tool_result",
@@ -104,7 +104,7 @@ def plan(
     planned: list[Planned] = []
     for conversation in conversations:
         if conversation.conversation in seen:
-            return sentences.repeated(conversation.conversation)
+            return sentences.import_repeated(conversation.conversation)
         seen.add(conversation.conversation)
         data = encode(conversation)
         if isinstance(data, Refusal):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from boxmaker.memoryd.sentences import Code, Refusal
 
 
-def bad_record(conversation: str, number: int, why: str) -> Refusal:
+def import_bad_record(conversation: str, number: int, why: str) -> Refusal:
     """A record bxctl sent is not one of the session-log records an archive holds."""
     return Refusal(
         Code.ARGUMENTS,
@@ -15,15 +15,15 @@ def bad_record(conversation: str, number: int, why: str) -> Refusal:
     )
 
 
-def repeated(conversation: str) -> Refusal:
+def import_repeated(conversation: str) -> Refusal:
     """One request named the same conversation twice."""
     return Refusal(
         Code.ARGUMENTS, f"conversation {conversation!r} comes twice in one import; nothing was imported"
     )
 
 
-def unwritable(path: str, why: str) -> Refusal:
-    """An archive cannot be written (the ones before it are kept and journalled)."""
+def import_unwritable(path: str, why: str) -> Refusal:
+    """An import archive cannot be written (the ones before it are kept and journalled)."""
     return Refusal(
         Code.UNAVAILABLE, f"the import archive {path} cannot be written ({why}); run the import again"
     )
