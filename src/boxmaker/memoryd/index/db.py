@@ -363,27 +363,6 @@ class IndexDB:
         self._next = first + batch.count
         return batch.count
 
-    def forget(self, sessions: Sequence[str]) -> int:
-        """Take the rows and progress of `sessions` out of the index, in one transaction (an import
-        archive replaced by a different one; the next catch-up reads it from its start). Returns the rows
-        taken out.
-
-        The search table is contentless, so the removed rows' terms stay in it until the next rebuild;
-        a hit whose source row is gone is never returned (`search.hits`), so nothing is found twice.
-        """
-        if not sessions:
-            return 0
-        marks = ",".join("?" * len(sessions))
-        with transaction(self.conn):
-            gone = self.conn.execute(
-                f"DELETE FROM sources WHERE kind != 'note' AND data ->> 3 IN ({marks})", list(sessions)
-            ).rowcount
-            for session in sessions:
-                self.conn.execute(
-                    "DELETE FROM progress WHERE log >= ? AND log < ?", (f"{session}/", f"{session}0")
-                )
-        return int(gone)
-
     def _report(self, path: Path, line: int, why: str) -> None:
         if (str(path), line) not in self._reported:
             self._reported.add((str(path), line))

@@ -39,6 +39,7 @@ from boxmaker.memoryd.files.entries import normalise_newlines
 from boxmaker.memoryd.files.notes import Note, is_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
+from boxmaker.memoryd.index.forget import forget
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
@@ -257,17 +258,13 @@ class Index:
         return self._catch_up([session])
 
     def forget(self, sessions: Sequence[str]) -> int:
-        """Take `sessions`' rows and progress out of the index (`IndexDB.forget`): an import archive
-        about to be replaced by a different one is read again from its start by the next catch-up. The
-        caller then starts `rebuild_in_background`, which drops the old rows' terms. Returns the rows
-        taken out."""
-        if not sessions:
-            return 0
+        """`forget.forget` on the live file (an import archive about to be replaced); the caller then
+        starts `rebuild_in_background`, which drops the old rows' terms. Returns the rows taken out."""
         with self._catching, self._lock:
-            return self.db.forget(sessions)
+            return forget(self.db.conn, sessions)
 
     def catch_up_many(self, sessions: Sequence[str]) -> int:
-        """`catch_up` for several sessions at once. Returns rows added."""
+        """`catch_up` of several sessions."""
         with self._waiting_lock:
             if not self._ready.is_set():
                 self._waiting.update(sessions)
