@@ -10,8 +10,10 @@ import subprocess
 from pathlib import Path
 
 import import_exports as exports
+import pytest
 from click.testing import CliRunner
 
+from boxmaker.bxctl import imports as command
 from boxmaker.bxctl.cli import cli
 
 
@@ -91,3 +93,22 @@ def test_a_broken_export_is_refused_whole(home: Path, tmp_path: Path) -> None:
 def test_each_import_command_names_the_other() -> None:
     assert "bxctl memory import" in CliRunner().invoke(cli, ["import", "--help"]).output
     assert "bxctl import" in CliRunner().invoke(cli, ["memory", "import", "--help"]).output
+
+
+def test_a_large_export_goes_in_several_requests(
+    home: Path, daemon: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "BATCH_BYTES", 3000)
+    conversations = []
+    for number in range(12):
+        conversation = exports.chatgpt_conversation()
+        conversation["id"] = conversation["conversation_id"] = f"conv-{number}"
+        conversations.append(conversation)
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(conversations))
+    done = CliRunner().invoke(cli, ["import", "chatgpt", str(path), "--json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert [a["state"] for a in data["archives"]] == ["new"] * 12
+    assert len(data["edits"]) > 2  # one journal line per request
+    assert len(list((home / "imports" / "chatgpt").iterdir())) == 12
