@@ -7,8 +7,8 @@ conversation: ``{home}/imports/<source>/<id>.jsonl``, in the session-log record 
 
 The id is ``imp-<source>-`` and the first 26 lowercase base32 characters of the SHA-256 of the
 source's own conversation id (130 bits), so it fits `SessionId` and a re-import of the same
-conversation finds the same file. The prefix ``imp-`` is reserved: memoryd does not index a folder of
-that name under ``sessions/``.
+conversation finds the same file. Names of that form are reserved: memoryd does not index a folder so
+named under ``sessions/``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 #: The sources `bxctl import` reads, in the order its help lists them.
 SOURCES: tuple[str, ...] = ("hermes", "chatgpt", "claude", "claude-code", "gemini")
 
-#: Every archive's id starts with this (reserved: no loopd session may be indexed under it).
+#: Every archive's id starts with this.
 PREFIX = "imp-"
 
 #: How many base32 characters of the hash an id keeps.

@@ -52,7 +52,6 @@ from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.schema import Counts, counts_of, transaction
 from boxmaker.memoryd.index.walk import Rows, Walk, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
-from boxmaker.proto.archives import PREFIX as IMPORT_PREFIX
 from boxmaker.proto.archives import archive_ids, archive_path, is_import_id
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
@@ -156,15 +155,13 @@ class IndexDB:
 
     def session_ids(self) -> list[str]:
         """Every session folder with a valid id, then every import archive, sorted. A folder under
-        sessions/ named like an import (``imp-``, reserved) is not indexed."""
+        sessions/ named like an import archive (reserved) is not indexed."""
         try:
             with os.scandir(self.sessions) as entries:
                 names = sorted(entry.name for entry in entries if entry.is_dir())
         except FileNotFoundError:
             names = []
-        kept = [
-            n for n in names if is_session_id(n) and n != OWNER_SESSION and not n.startswith(IMPORT_PREFIX)
-        ]
+        kept = [n for n in names if is_session_id(n) and n != OWNER_SESSION and not is_import_id(n)]
         for name in sorted(set(names) - set(kept)):
             log.warning("ignoring %s: not a session id of an agent", self.sessions / name)
         imported = archive_ids(self.imports) if self.imports is not None else []
