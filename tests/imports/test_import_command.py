@@ -104,11 +104,15 @@ def test_a_large_export_goes_in_several_requests(
         conversation = exports.chatgpt_conversation()
         conversation["id"] = conversation["conversation_id"] = f"conv-{number}"
         conversations.append(conversation)
+    huge = exports.chatgpt_conversation()
+    huge["id"] = huge["conversation_id"] = "conv-huge"
+    huge["mapping"]["u1"]["message"]["content"]["parts"] = ["x" * 5000]
     path = tmp_path / "conversations.json"
-    path.write_text(json.dumps(conversations))
+    path.write_text(json.dumps([*conversations, huge]))
     done = CliRunner().invoke(cli, ["import", "chatgpt", str(path), "--json"])
     assert done.exit_code == 0, done.output
     data = json.loads(done.output)
     assert [a["state"] for a in data["archives"]] == ["new"] * 12
+    assert [t["conversation"] for t in data["too_large"]] == ["conv-huge"]  # named, not sent
     assert len(data["edits"]) > 2  # one journal line per request
     assert len(list((home / "imports" / "chatgpt").iterdir())) == 12

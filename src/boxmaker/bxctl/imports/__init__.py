@@ -105,6 +105,7 @@ def import_(
         raise ImportRefused(str(exc)) from None
     socket = memory_socket_path(state, memory_socket)
     origin = str(path.absolute())
+    too_large = _too_large(parsed)
     batches = list(_batches(source, origin, parsed, dry_run=dry_run, accept=accept))
     replies: list[MemoryAdminReply] = []
     with progress_bar(f"importing from {source}", len(parsed.conversations)) as advance:
@@ -112,6 +113,7 @@ def import_(
             replies.append(_send(socket, batch))
             advance(len(batch.conversations))
     data = _merge(source, dry_run, replies, parsed)
+    data["too_large"] = too_large
     failed = [r for r in replies if str(r.data.get("code", "ok")).startswith("refused:")]
     if failed:
         client.emit(failed[0], as_json)
@@ -138,6 +140,27 @@ def _check(parsed: Parsed) -> None:
                 ) from None
 
 
+def _weight(conversation: Conversation) -> int:
+    """About how many bytes a conversation takes in a request."""
+    return len(json.dumps(conversation.records, ensure_ascii=True)) + len(conversation.title) * 6 + 1024
+
+
+def _too_large(parsed: Parsed) -> list[dict[str, Any]]:
+    """Take out of `parsed` the conversations too large for one request (a frame holds 4 MiB); they are
+    not imported, and the answer names them."""
+    kept, left = [], []
+    for conversation in parsed.conversations:
+        size = _weight(conversation)
+        if size > BATCH_BYTES:
+            left.append(
+                {"conversation": conversation.conversation, "title": conversation.title, "bytes": size}
+            )
+        else:
+            kept.append(conversation)
+    parsed.conversations = kept
+    return left
+
+
 def _wire(conversation: Conversation) -> ImportedConversation:
     return ImportedConversation(conversation.conversation, conversation.records, conversation.title)
 
@@ -150,7 +173,7 @@ def _batches(
     batch: list[ImportedConversation] = []
     size = 0
     for conversation in parsed.conversations:
-        weight = len(json.dumps(conversation.records, ensure_ascii=True)) + 1024
+        weight = _weight(conversation)
         if batch and size + weight > BATCH_BYTES:
             yield MemoryImport(source, origin, batch, [], dry_run, accept)  # type: ignore[arg-type]
             batch, size = [], 0
@@ -168,7 +191,7 @@ def _send(socket: Path, body: MemoryImport) -> MemoryAdminReply:
 
 def _merge(source: str, dry_run: bool, replies: list[MemoryAdminReply], parsed: Parsed) -> dict[str, Any]:
     """The replies as one: ``{"code", "source", "dry_run", "archives", "entries", "edits",
-    "suggestions"}``."""
+    "suggestions"}`` (the caller adds ``too_large``: conversations not sent)."""
     titles = {c.conversation: c.title for c in parsed.conversations}
     archives = [
         {**a, "title": titles.get(str(a.get("conversation")), "")}
@@ -233,6 +256,13 @@ def _describe(source: str, origin: str, dry_run: bool, data: dict[str, Any], par
     conversations = _counts(data["archives"], _STATES)
     entries = _counts(data["entries"], _COUNTED)
     lines.append(f"conversations: {conversations or 'none'}; entries: {entries or 'none'}")
+    for left in data["too_large"]:
+        lines.append(
+            escape_line(
+                f"  conversation {left['conversation']} {left['title']!r}: not imported, too large for one"
+                f" request ({left['bytes']:,} bytes of at most {BATCH_BYTES:,})"
+            )
+        )
     pending = [e["pending"] for e in data["entries"] if e.get("state") == "noted" and e.get("pending")]
     if pending:
         lines.append(f"review them: bxctl memory pending; accept one: bxctl memory accept {pending[0]} --yes")

@@ -12,7 +12,8 @@ named after its path (``/`` as ``-``) holding:
   is not read yet.
 - ``memory/MEMORY.md``, the auto memory: each bullet (``- `` or ``* ``) is an entry for memory.md.
 
-``CLAUDE.md`` beside ``projects/`` (the user's instructions) is shown to the owner as a suggestion.
+``CLAUDE.md`` (and an ``AGENTS.md``) beside ``projects/``, the user's instructions, are shown to the
+owner as suggestions for soul.md or conventions.md, never stored.
 """
 
 from __future__ import annotations
@@ -51,11 +52,12 @@ def parse(path: Path) -> Parsed:
         memory = project / "memory" / "MEMORY.md"
         if memory.is_file():
             parsed.entries.extend(_bullets(memory, f"projects/{project.name}/memory/MEMORY.md"))
-    instructions = projects.parent / "CLAUDE.md"
-    if instructions.is_file() and read_text(instructions).strip():
-        parsed.suggestions.append(
-            Suggestion(str(instructions), read_text(instructions).strip(), "soul.md or conventions.md")
-        )
+    for name in ("CLAUDE.md", "AGENTS.md"):
+        instructions = projects.parent / name
+        if instructions.is_file() and read_text(instructions).strip():
+            parsed.suggestions.append(
+                Suggestion(str(instructions), read_text(instructions).strip(), "soul.md or conventions.md")
+            )
     return parsed
 
 

@@ -6,6 +6,8 @@ PATH is a Hermes home (``~/.hermes`` or a profile's folder: ``memories/`` and ``
 - ``memories/MEMORY.md`` and ``USER.md``: entries separated by a line holding only ``§`` (the same
   separator and the same 2,200 and 1,375 character limits as memory.md and user.md); each entry is an
   entry for memory.md or user.md.
+- ``SOUL.md`` and ``AGENTS.md`` in the home, when present, are instructions: shown to the owner as
+  suggestions for soul.md or conventions.md, never stored.
 - ``state.db`` (SQLite, opened read-only): schema version 30 (the ``schema_version`` table; the
   fixtures follow it), any other version is refused. Each session with messages is a conversation:
   its visible messages (``active`` or ``compacted``, not compaction summaries), in time order; ``user``
@@ -21,7 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boxmaker.bxctl.imports.parsed import Conversation, Entry, Malformed, Parsed, from_epoch, read_text
+from boxmaker.bxctl.imports.parsed import (
+    Conversation,
+    Entry,
+    Malformed,
+    Parsed,
+    Suggestion,
+    from_epoch,
+    read_text,
+)
 
 #: The state.db schema version this reader follows (hermes_state_common.SCHEMA_VERSION).
 SCHEMA_VERSION = 30
@@ -46,6 +56,12 @@ def parse(path: Path) -> Parsed:
             parsed.entries.extend(entries(source, file))
     if db.is_file():
         parsed.conversations.extend(sessions(db))
+    for name in ("SOUL.md", "AGENTS.md"):
+        instructions = memories.parent / name
+        if instructions.is_file() and read_text(instructions).strip():
+            parsed.suggestions.append(
+                Suggestion(str(instructions), read_text(instructions).strip(), "soul.md or conventions.md")
+            )
     return parsed
 
 
