@@ -144,6 +144,13 @@ def test_a_changed_branch_replaces_the_archive_in_the_index(service: Memoryd, tm
     ]
     assert _search(service, "Stormglass") == []
     assert _count(service, QUESTION) == 1
+    parsed.conversations[0].records[-1]["content"] = "Harbour moved to the Tidecast endpoint."
+    _run(service, _body("chatgpt", parsed))  # replaced again, maybe while the first rebuild runs
+    for thread in list(service.memory.index._background):
+        thread.join(30)
+    assert _count(service, QUESTION) == 1
+    assert [h["text"] for h in _search(service, "Tidecast")] == ["Harbour moved to the Tidecast endpoint."]
+    assert _search(service, "Openmeteo") == []
 
 
 def test_hermes_entries_are_untrusted_notes_and_pending_and_the_poisoned_one_is_refused(

@@ -121,6 +121,7 @@ class Index:
         self._waiting_lock = threading.Lock()
         self._background: list[threading.Thread] = []
         self._cancel = threading.Event()
+        self._forgotten: set[str] = set()
 
     # Opening and closing ---------------------------------------------------------------------------
 
@@ -261,6 +262,7 @@ class Index:
         """`forget.forget` on the live file (an import archive about to be replaced); the caller then
         starts `rebuild_in_background`, which drops the old rows' terms. Returns the rows taken out."""
         with self._catching, self._lock:
+            self._forgotten.update(sessions)  # a rebuild under way forgets them in its new file too
             return forget(self.db.conn, sessions)
 
     def catch_up_many(self, sessions: Sequence[str]) -> int:
@@ -395,6 +397,8 @@ class Index:
             Cancelled: memoryd is stopping (the half-built file is left for the next build).
         """
         with self._rebuilding:
+            with self._lock:
+                self._forgotten.clear()
             fresh = self.path.with_name(self.path.name + ".new")
             for suffix in ("", "-wal", "-shm"):
                 Path(str(fresh) + suffix).unlink(missing_ok=True)
@@ -403,6 +407,7 @@ class Index:
                 self._fill(db)
                 optimize(db.conn)  # one segment per term: recall reads half as much (outside the locks)
                 with self._catching, self._lock:
+                    forget(db.conn, sorted(self._forgotten))
                     seen = self._fill(db)
                     counts = db.counts()
                     finish_bulk(db.conn)
