@@ -124,13 +124,17 @@ def import_(
 
 
 def _check(parsed: Parsed) -> None:
-    """Every record as memoryd will check it (`proto.records`), so nothing is sent of an export that
-    memoryd would refuse halfway.
+    """Every record as memoryd will check it (`proto.records`), and every conversation id once, so
+    nothing is sent of an export that memoryd would refuse halfway.
 
     Raises:
         Malformed: naming the conversation and the record.
     """
+    seen: set[str] = set()
     for conversation in parsed.conversations:
+        if conversation.conversation in seen:
+            raise Malformed(parsed.file, f"conversation {conversation.conversation}", "comes twice")
+        seen.add(conversation.conversation)
         for number, record in enumerate(conversation.records, start=1):
             try:
                 decode_record(json.dumps(record, ensure_ascii=True).encode("ascii"))

@@ -3,9 +3,9 @@
 PATH is a ``~/.claude/projects/`` folder (or ``~/.claude``, which holds it). Each project is a folder
 named after its path (``/`` as ``-``) holding:
 
-- ``<session id>.jsonl`` transcripts: one JSON record a line, ``{"type": "user" | "assistant" | "summary"
-  | "system" | ..., "sessionId", "timestamp" (ISO 8601), "isSidechain", "isMeta", "message": {"role",
-  "content": string | blocks}}``. A ``user`` record's text is the owner's turn, its ``tool_result`` blocks
+- ``<session id>.jsonl`` transcripts (the name is the conversation's id): one JSON record a line,
+  ``{"type": "user" | "assistant" | "summary" | "system" | ..., "sessionId", "timestamp" (ISO 8601),
+  "isSidechain", "isMeta", "message": {"role", "content": string | blocks}}``. A ``user`` record's text is the owner's turn, its ``tool_result`` blocks
   are untrusted tool results (so what follows is tainted); an ``assistant`` record's text is the reply,
   ``tool_use`` blocks its tool calls, ``thinking`` its reasoning. Sidechains (subagents), meta records,
   summaries and the other types are left out. A last line without its newline (a session being written)
@@ -93,8 +93,6 @@ def _transcript(path: Path) -> Conversation:
             conversation.title = str(record.get("summary") or "")
         if kind not in ("user", "assistant") or record.get("isSidechain") or record.get("isMeta"):
             continue
-        if isinstance(record.get("sessionId"), str) and record["sessionId"]:
-            conversation.conversation = record["sessionId"]
         when = from_iso(record.get("timestamp")) or last
         if when is None:
             raise Malformed(path, place, "has no timestamp")
