@@ -5,11 +5,11 @@ named after its path (``/`` as ``-``) holding:
 
 - ``<session id>.jsonl`` transcripts (the name is the conversation's id): one JSON record a line,
   ``{"type": "user" | "assistant" | "summary" | "system" | ..., "sessionId", "timestamp" (ISO 8601),
-  "isSidechain", "isMeta", "message": {"role", "content": string | blocks}}``. A ``user`` record's text
-  is the owner's turn, its ``tool_result`` blocks are untrusted tool results (so what follows is tainted); an ``assistant`` record's text is the reply,
-  ``tool_use`` blocks its tool calls, ``thinking`` its reasoning. Sidechains (subagents), meta records,
-  summaries and the other types are left out. A last line without its newline (a session being written)
-  is not read yet.
+  "isSidechain", "isMeta", "message": {"role", "content": string | blocks}}``. A ``user`` record's
+  text is the owner's turn, its ``tool_result`` blocks are untrusted tool results (so what follows is
+  tainted); an ``assistant`` record's text is the reply, ``tool_use`` blocks its tool calls,
+  ``thinking`` its reasoning. Sidechains (subagents), meta records, summaries and the other types are
+  left out. A last line without its newline (a session being written) is not read yet.
 - ``memory/MEMORY.md``, the auto memory: each bullet (``- `` or ``* ``) is an entry for memory.md.
 
 ``CLAUDE.md`` (and an ``AGENTS.md``) beside ``projects/``, the user's instructions, are shown to the
