@@ -116,3 +116,14 @@ def test_a_large_export_goes_in_several_requests(
     assert [t["conversation"] for t in data["too_large"]] == ["conv-huge"]  # named, not sent
     assert len(data["edits"]) > 2  # one journal line per request
     assert len(list((home / "imports" / "chatgpt").iterdir())) == 12
+
+
+def test_a_conversation_id_that_comes_twice_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([exports.chatgpt_conversation(), exports.chatgpt_conversation()]))
+    refused = CliRunner().invoke(cli, ["import", "chatgpt", str(path)])
+    assert refused.exit_code == 1
+    assert (
+        "conversation 6790a1b2-0000-4000-8000-00000000c0de: comes twice; nothing was imported"
+        in refused.output
+    )

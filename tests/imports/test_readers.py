@@ -79,6 +79,13 @@ def test_claude_ai_tool_results_are_untrusted_and_attachments_the_owners(tmp_pat
     assert records[3]["time"] == "2026-02-10T09:01:00Z"  # +02:00 in the export, UTC in the archive
 
 
+def test_claude_ai_jsonl_layout_reads_the_same(tmp_path: Path) -> None:
+    path = exports.claude_export(tmp_path)
+    lines = tmp_path / "conversations.jsonl"
+    lines.write_text("".join(json.dumps(c) + "\n" for c in json.loads(path.read_text())))
+    assert claude.parse(lines).conversations[0].records == claude.parse(path).conversations[0].records
+
+
 def test_claude_code_transcripts_auto_memory_and_claude_md(tmp_path: Path) -> None:
     parsed = claude_code.parse(exports.claude_code_projects(tmp_path).parent)
     (conversation,) = parsed.conversations

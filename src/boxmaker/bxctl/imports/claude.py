@@ -1,6 +1,7 @@
 """A claude.ai data export's ``conversations.json`` (issue 17).
 
-PATH is the file, or the unzipped export's folder holding it. The file is a list of conversations
+PATH is the file, or the unzipped export's folder holding it (``conversations.jsonl``, one conversation a
+line, is read too). The file is a list of conversations
 ``{"uuid", "name", "created_at", "chat_messages": [...]}``; each message ``{"uuid", "sender": "human" |
 "assistant", "created_at" (ISO 8601), "text", "content": [blocks], "attachments": [{"file_name",
 "extracted_content"}]}``. A conversation is linear.
@@ -11,7 +12,8 @@ PATH is the file, or the unzipped export's folder holding it. The file is a list
   ``input`` as the arguments); a ``tool_result`` block (a web search's or a tool's output) is an
   untrusted ``tool_result``, so what follows it is tainted; ``thinking`` is kept as reasoning.
 
-A message without blocks is read from its ``text``. ``projects.json`` and ``users.json`` are not read.
+A message without blocks is read from its ``text``. ``projects.json`` and ``users.json`` are not read;
+the standard export carries no Claude memory (it is exported separately), so there are no entries.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from boxmaker.bxctl.imports.parsed import Conversation, Malformed, Parsed, from_iso, load_json, text_of
+from boxmaker.bxctl.imports.parsed import (
+    Conversation,
+    Malformed,
+    Parsed,
+    from_iso,
+    load_json,
+    read_text,
+    text_of,
+)
 
 
 def parse(path: Path) -> Parsed:
@@ -29,8 +39,12 @@ def parse(path: Path) -> Parsed:
     Raises:
         Malformed: not a list of conversations, or a message that cannot be read (naming it).
     """
-    file = path / "conversations.json" if path.is_dir() else path
-    value = load_json(file)
+    file = path
+    if path.is_dir():
+        file = path / "conversations.json"
+        if not file.exists() and (path / "conversations.jsonl").exists():
+            file = path / "conversations.jsonl"
+    value = _lines(file) if file.suffix == ".jsonl" else load_json(file)
     if not isinstance(value, list):
         raise Malformed(file, "the top level", "is not a list of conversations")
     parsed = Parsed()
@@ -39,6 +53,19 @@ def parse(path: Path) -> Parsed:
         if conversation.records:
             parsed.conversations.append(conversation)
     return parsed
+
+
+def _lines(file: Path) -> list[Any]:
+    """conversations.jsonl (a newer layout): one conversation object a line."""
+    found = []
+    for number, line in enumerate(read_text(file).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            found.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise Malformed(file, f"line {number}", f"is not JSON ({exc.msg})") from None
+    return found
 
 
 def _conversation(file: Path, number: int, item: Any) -> Conversation:
