@@ -77,7 +77,7 @@ def test_a_broken_export_is_refused_whole(home: Path, tmp_path: Path) -> None:
     assert refused.exit_code == 1
     sentence = (
         f"{path}, conversation 2 (c2): names a parent node gone that is not in its mapping;"
-        " nothing was imported"
+        " nothing was imported\nrunbook: import-refused (docs/runbook.md)"
     )
     assert json.loads(refused.output.split("\nError")[0]) == {
         "code": "malformed",

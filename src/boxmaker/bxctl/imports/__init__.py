@@ -43,10 +43,14 @@ BATCH_BYTES = MAX_FRAME * 3 // 4
 
 
 class ImportRefused(click.ClickException):
-    """Exit 1: the export cannot be read (the sentence names the file and the place)."""
+    """Exit 1: the export cannot be read (the sentence names the file and the place; runbook
+    import-refused)."""
 
     exit_code = 1
     code = "malformed"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{message}\nrunbook: import-refused (docs/runbook.md)")
 
 
 @click.command(name="import")

@@ -12,8 +12,8 @@ named after its path (``/`` as ``-``) holding:
   left out. A last line without its newline (a session being written) is not read yet.
 - ``memory/MEMORY.md``, the auto memory: each bullet (``- `` or ``* ``) is an entry for memory.md.
 
-``CLAUDE.md`` (and an ``AGENTS.md``) beside ``projects/``, the user's instructions, are shown to the
-owner as suggestions for soul.md or conventions.md, never stored.
+``CLAUDE.md``, ``AGENTS.md`` and ``rules/*.md`` beside ``projects/``, the user's instructions, are shown
+to the owner as suggestions for soul.md or conventions.md, never stored.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def parse(path: Path) -> Parsed:
         memory = project / "memory" / "MEMORY.md"
         if memory.is_file():
             parsed.entries.extend(_bullets(memory, f"projects/{project.name}/memory/MEMORY.md"))
-    for name in ("CLAUDE.md", "AGENTS.md"):
-        instructions = projects.parent / name
+    rules = sorted((projects.parent / "rules").glob("*.md"))
+    for instructions in [projects.parent / "CLAUDE.md", projects.parent / "AGENTS.md", *rules]:
         if instructions.is_file() and read_text(instructions).strip():
             parsed.suggestions.append(
                 Suggestion(str(instructions), read_text(instructions).strip(), "soul.md or conventions.md")
