@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import sys
 from pathlib import Path
 
+from boxmaker.memoryd.files import chain
 from boxmaker.memoryd.files.journal import Append, appended, encode_line
 from boxmaker.memoryd.files.names import ITEMS_FILE
 from boxmaker.memoryd.files.notes import Note, header_time, render, render_header
@@ -118,6 +120,7 @@ def seed_items(memory: Path, corpus: Corpus, count: int, years: int = 5, burst: 
     events: list[bytes] = []
     journal: dict[str, list[bytes]] = {}
     notes_at = items_at = 0
+    head = chain.GENESIS
     for position, moment in enumerate(moments(count, years, burst)):
         day = moment.date()
         ordinals[day] = ordinals.get(day, 0) + 1
@@ -147,7 +150,9 @@ def seed_items(memory: Path, corpus: Corpus, count: int, years: int = 5, burst: 
         notes.append(made[0])
         events.append(made[1])
         notes_at, items_at = notes_at + len(made[0]), items_at + len(made[1])
-        journal.setdefault(f"{moment:%Y-%m}", []).append(made[2])
+        sealed = chain.seal(json.loads(made[2]), head)  # the journal's hash chain, as memoryd seals it
+        head = str(sealed[chain.CHAIN])
+        journal.setdefault(f"{moment:%Y-%m}", []).append(encode_line(sealed) + b"\n")
     (memory / "notes.md").write_bytes(b"".join(notes))
     (memory / "items.jsonl").write_bytes(b"".join(events))
     for month, lines in journal.items():

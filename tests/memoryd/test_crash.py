@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from boxmaker.memoryd.files import chain
 from boxmaker.memoryd.files.entries import normalise_newlines, parse_entries
 from boxmaker.memoryd.files.journal import Append, Change, Journal, Rewrite, appended, encode_line
 from boxmaker.memoryd.files.names import INTENT
@@ -73,7 +74,11 @@ def test_every_interrupted_commit_is_completed(tmp_path: Path, clock: Clock, cut
     change = make_change(memory)
     line = {"id": "2026-09-24-0001", "time": "2026-09-24T21:02:07Z", **change.entry}
     line["appended"] = [appended(a, 0) for a in change.appends]  # where each append lands
-    journal_bytes = encode_line(line) + b"\n"
+    # the intent holds the line sealed into the chain (its salt drawn once): the line a recovery
+    # writes carries the same salt, commitment and chain value as the reference's
+    journal_bytes = expected["edits/2026-09.jsonl"]
+    sealed = json.loads(journal_bytes)
+    assert {k: v for k, v in sealed.items() if k not in chain.FIELDS} == line
     notes_bytes = change.appends[0].data
     intent = {
         "appends": [
@@ -93,9 +98,11 @@ def test_every_interrupted_commit_is_completed(tmp_path: Path, clock: Clock, cut
     ]
     for step in steps[: cut + 1]:
         step()
-    Journal(memory, clock.now).open()
+    journal = Journal(memory, clock.now)
+    journal.open()
     assert final_state(memory) == expected
     assert not (memory / INTENT).exists()
+    assert journal.head == sealed["chain"]  # the next line follows the recovered one
 
 
 def test_recovery_never_overwrites_a_later_hand_edit(tmp_path: Path, clock: Clock) -> None:

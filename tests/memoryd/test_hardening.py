@@ -84,12 +84,13 @@ def test_the_table_is_unicode_16s_ascii_prototypes() -> None:
 
 def test_the_generated_table_is_checked_and_a_hand_edit_fails(tmp_path: Path) -> None:
     script = ROOT / "scripts" / "make_confusables_table.py"
-    module = ROOT / "src" / "boxmaker" / "memoryd" / "check" / "_confusables.py"
+    module = ROOT / "src" / "boxmaker" / "memoryd" / "check" / "confusables.tsv"
     ok = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stderr
-    edited = tmp_path / "_confusables.py"
+    edited = tmp_path / "confusables.tsv"
     shutil.copy(module, edited)
-    edited.write_text(edited.read_text().replace('0x13A5: "i",', '0x13A5: "x",'))
+    edited.write_text(edited.read_text().replace("\n13A5\t0069\n", "\n13A5\t0078\n"))
+    assert edited.read_text() != module.read_text()
     bad = subprocess.run(
         [sys.executable, str(script), "--check", "--output", str(edited)],
         capture_output=True,

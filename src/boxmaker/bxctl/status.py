@@ -2,9 +2,10 @@
 
 Beyond each role's own line it checks, now: the model server answers at the URL loopd uses (and its
 chat template takes tools), a new session can start (memoryd serves the memory block), the job files
-are valid, and memoryd's index has caught up. Exit 0 when everything is ready; 1 when a role is down or
+are valid, memoryd's index has caught up, and memoryd's start-up check found the journal's hash chain
+intact since its last checkpoint (issue 19). Exit 0 when everything is ready; 1 when a role is down or
 a new session cannot start; 2 when degraded (the model not reachable, a job file invalid, a template
-without tools, the index catching up). ``--json`` gives each role and each check.
+without tools, the index catching up, the journal's chain broken). ``--json`` gives each role and each check.
 """
 
 from __future__ import annotations
@@ -99,6 +100,15 @@ def index_check(memoryd: Any) -> Check:
     return Check("index", True, f"caught up ({data['index'].get('records', 0):,} records)")
 
 
+def journal_check(memoryd: Any) -> Check:
+    """memoryd's start-up check found the journal's hash chain intact since its last checkpoint."""
+    data = memoryd.data if isinstance(memoryd, MemoryAdminReply) and isinstance(memoryd.data, dict) else {}
+    chained = data.get("chain")
+    if not isinstance(chained, dict):
+        return Check("journal", False, "unknown: memoryd does not answer")
+    return Check("journal", chained.get("ok") is True, str(chained.get("text", "")))
+
+
 def verdict(rows: list[roles.RoleStatus], checks: list[Check]) -> tuple[int, str]:
     """The exit status and the closing line."""
     down = [r.name for r in rows if not r.running] + [
@@ -129,7 +139,13 @@ def status(state: State, as_json: bool) -> None:
     rows = [roles.status(state.layout, role) for role in roles.ROLES]
     memoryd = _ask(roles.MEMORYD.socket(state.layout), MemoryAdmin(command="status"))
     loopd = _ask(roles.LOOPD.socket(state.layout), Status())
-    checks = [model_check(loopd), block_check(state), jobs_check(loopd), index_check(memoryd)]
+    checks = [
+        model_check(loopd),
+        block_check(state),
+        jobs_check(loopd),
+        index_check(memoryd),
+        journal_check(memoryd),
+    ]
     code, line = verdict(rows, checks)
     if as_json:
         data = {

@@ -47,8 +47,9 @@ from boxmaker.proto.messages import (
     Status,
     StatusReply,
 )
+from boxmaker.proto.sockpath import check_socket_path
 from boxmaker.proto.startcheck import Finding, report
-from boxmaker.proto.wire import FrameServer, check_socket_path
+from boxmaker.proto.wire import FrameServer
 
 log = logging.getLogger("boxmaker.loopd")
 

@@ -20,7 +20,8 @@ from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
 from boxmaker.proto.home import ensure_home
-from boxmaker.proto.wire import FrameServer, check_socket_path, stop_all
+from boxmaker.proto.sockpath import check_socket_path
+from boxmaker.proto.wire import FrameServer, stop_all
 
 log = logging.getLogger("boxmaker.memoryd")
 

@@ -38,7 +38,7 @@ from boxmaker.memoryd.dream.staging import Staging
 from boxmaker.memoryd.erase.scope import Holdings
 from boxmaker.memoryd.files.checkpoint import Checkpoints
 from boxmaker.memoryd.files.journal import Journal
-from boxmaker.memoryd.files.names import REPAIR_DIR
+from boxmaker.memoryd.files.names import REPAIR_DIR, VERIFY_DIR
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.recall import Recaller
@@ -198,11 +198,16 @@ class Memoryd:
 
     def check(self) -> list[Finding]:
         """The start-up check (`startcheck`): log the first damage found in one sentence, keep what it
-        found for ``status`` and ``repair``, and take a checkpoint when nothing is damaged."""
+        found for ``status`` and ``repair``, and take a checkpoint when nothing is damaged. What it did
+        with the journal's hash chain (the lines since the checkpoint, the head) is logged too and kept
+        for ``status``."""
         memory = self.memory
-        shutil.rmtree(memory.config.layout.memory / REPAIR_DIR, ignore_errors=True)
-        found = startcheck.check(memory.config.layout.memory, memory.journal)
+        for scratch in (REPAIR_DIR, VERIFY_DIR):
+            shutil.rmtree(memory.config.layout.memory / scratch, ignore_errors=True)
+        found, chained = startcheck.check_chain(memory.config.layout.memory, memory.journal)
         report(log, "memoryd", found)
+        (log.error if chained.problem else log.info)("%s", chained.sentence)
+        memory.checkpoints.chain = chained
         memory.checkpoints.checked_now(found)
         return found
 

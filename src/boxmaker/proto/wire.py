@@ -1,7 +1,8 @@
 """Unix-socket servers and clients speaking frames (DESIGN 3 and 10.1; M5a section 7).
 
-`FrameServer` serves one socket: it makes the 0700 folder, removes a stale socket (one nobody answers
-on), binds, sets 0600 before listening, and answers each connection's one request on its own thread.
+`FrameServer` serves one socket: it makes the 0700 folder and removes a stale socket (one nobody
+answers on; `sockpath.prepare_socket_path`), binds, sets 0600 before listening, and answers each
+connection's one request on its own thread.
 A bad frame or message gets an `error` reply and the server keeps serving. What it serves at once is
 bounded (`Limits`, a role's ``[limits]``): at most ``connections`` connections have a thread; one more
 is answered at once, without a thread, with an `error` frame of code ``busy`` and closed; a connection
@@ -32,12 +33,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from boxmaker.proto import frame, fsio, messages
-from boxmaker.proto.errors import BoxmakerError, FrameTooLarge, FrameTruncated, PeerError, ProtocolError
+from boxmaker.proto import frame, messages
+from boxmaker.proto.errors import FrameTooLarge, FrameTruncated, PeerError, ProtocolError
 from boxmaker.proto.messages import Body, Error
+from boxmaker.proto.sockpath import SocketPathError, check_socket_path, listen_backlog, prepare_socket_path
 
-#: The longest socket path the platform takes, in bytes (Linux `sun_path` minus the NUL).
-MAX_SOCKET_PATH = 107
 #: The `error` code of a connection past a socket's cap, and its runbook entry.
 BUSY = "busy"
 BUSY_RUNBOOK = "socket-busy"
@@ -99,67 +99,6 @@ def exchange() -> Exchange | None:
     """The connection of the request this thread is answering; None outside a `FrameServer` handler."""
     found: Exchange | None = getattr(_answering, "exchange", None)
     return found
-
-
-class SocketInUse(BoxmakerError):
-    """Raised when another live process already answers on a socket path."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(f"another process is already serving {path}")
-
-
-class SocketPathError(BoxmakerError):
-    """Raised when a socket path is too long for the platform or is occupied by a non-socket."""
-
-
-def check_socket_path(path: Path) -> None:
-    """Refuse a path the platform cannot bind.
-
-    Raises:
-        SocketPathError: when the path is longer than `MAX_SOCKET_PATH` bytes.
-    """
-    size = len(os.fsencode(str(path)))
-    if size > MAX_SOCKET_PATH:
-        raise SocketPathError(
-            f"socket path {path} is {size} bytes, over the platform's limit of {MAX_SOCKET_PATH}; "
-            "use a shorter home or set the socket path in the config"
-        )
-
-
-def prepare_socket_path(path: Path) -> None:
-    """Make the socket's 0700 folder and remove a stale socket at `path`.
-
-    Raises:
-        SocketPathError: the path is too long, or something that is not a socket is there.
-        SocketInUse: a live process answers on it.
-    """
-    check_socket_path(path)
-    fsio.ensure_dir(path.parent)
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(mode):
-        raise SocketPathError(f"{path} exists and is not a socket; move it away")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.settimeout(1.0)
-        probe.connect(str(path))
-    except OSError:
-        path.unlink(missing_ok=True)
-        return
-    finally:
-        probe.close()
-    raise SocketInUse(path)
-
-
-def listen_backlog() -> int:
-    """The system's largest listen backlog: ``/proc/sys/net/core/somaxconn``, else `socket.SOMAXCONN`."""
-    try:
-        value = int(Path("/proc/sys/net/core/somaxconn").read_text(encoding="ascii").strip())
-    except (OSError, ValueError):
-        return socket.SOMAXCONN
-    return max(value, socket.SOMAXCONN)
 
 
 def busy_error(path: Path, limits: Limits) -> Error:

@@ -6,7 +6,7 @@ Each command talks to memoryd's admin socket (``--memory-socket``, default
 The commands live by family: `edits` (log, undo, pending, accept, reject, add, note), `views` (files,
 show, search; and the root ``bxctl reindex``), `items` (items, item, supersede, status, reconcile),
 `review` (review, tiers, feedback), `withdrawal` (withdraw, reinstate, controls), `bundle` (archive,
-export, import, replay, repair), `dream` (warm, dream), `erase` (erase, erasures) and `proposals`.
+export, import, replay, repair, verify), `dream` (warm, dream), `erase` (erase, erasures) and `proposals`.
 Their shared options are in `boxmaker.bxctl.options`.
 """
 
@@ -69,6 +69,7 @@ for _command in (
     bundle.memory_import,
     bundle.memory_replay,
     bundle.memory_repair,
+    bundle.memory_verify,
     dream.memory_warm,
     dream.memory_dream,
     erase.memory_erase,

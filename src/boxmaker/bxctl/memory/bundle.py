@@ -1,5 +1,6 @@
-"""``bxctl memory archive``, ``export``, ``import``, ``replay`` and ``repair``: the archive, bundles of the
-item store, the journal replayed (seed 003; issue 6), and damaged files restored from it.
+"""``bxctl memory archive``, ``export``, ``import``, ``replay``, ``repair`` and ``verify``: the archive,
+bundles of the item store, the journal replayed (seed 003; issue 6), damaged files restored from it, and
+the journal's hash chain checked with the files against its replay (issue 19).
 """
 
 from __future__ import annotations
@@ -136,3 +137,36 @@ def memory_repair(state: State, yes: bool, memory_socket: Path | None, as_json: 
         bxctl memory repair --yes
     """
     client.emit(client.admin(memory_socket_path(state, memory_socket), "repair", args={"yes": yes}), as_json)
+
+
+@click.command(name="verify")
+@click.option(
+    "--head",
+    default="",
+    metavar="HEAD",
+    help="A head an earlier verify printed: prove the history up to it is unchanged.",
+)
+@memory_socket_option
+@json_option
+@pass_state
+def memory_verify(state: State, head: str, memory_socket: Path | None, as_json: bool) -> None:
+    """Check the journal's hash chain, and that the memory files and items.jsonl are what the
+    journal's replay gives; print the chain's head. Changes nothing.
+
+    Names the first journal line or file that disagrees and exits 1. Write the head down (or publish
+    it) somewhere other than this machine: a later `verify --head HEAD` proves the history up to it
+    was not rewritten. A process running as you can rewrite the whole chain; only a head kept
+    elsewhere proves anything.
+
+    \b
+    Example:
+        bxctl memory verify
+        journal: 42 lines in 2 files (edits/2026-09.jsonl, edits/2026-10.jsonl)
+        ...
+        head: 3f5c…
+        bxctl memory verify --head 3f5c…
+    """
+    reply = client.admin(memory_socket_path(state, memory_socket), "verify", args={"head": head})
+    client.emit(reply, as_json)
+    if isinstance(reply.data, dict) and reply.data.get("intact") is False:
+        raise SystemExit(1)

@@ -40,6 +40,7 @@
 | dream-show | arg: a pass's session ("" = every staged pass) | staged autodream passes (`dream`) |
 | dream-apply, dream-discard | arg: a pass's session | applies each staged action (all checks) or closes it |
 | repair | args: {"yes": bool} | what the journal restores of the damage found; with yes, restores it |
+| verify | args: {"head": chain value} | the journal's hash chain and the files against its replay |
 
 `text` is printed by bxctl as is (every entry in it escaped, `proto.escape`); `data` is what
 ``--json`` prints. A refused owner command still answers `memory_admin_reply`, with ``data.code``

@@ -49,12 +49,15 @@ def _status(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 def _health(memory: Memory, data: dict[str, Any]) -> str:
-    """The lines status adds for damage found at start (`startcheck`) and an index behind the notes
-    (a write the index could not take), also set in `data` (``damage``, ``index_behind``)."""
+    """The lines status adds for what the start-up check did with the journal's hash chain, damage
+    found at start (`startcheck`) and an index behind the notes (a write the index could not take),
+    also set in `data` (``chain``, ``damage``, ``index_behind``)."""
     findings = memory.checkpoints.findings
     data["damage"] = [{"file": f.file, "text": f.sentence} for f in findings]
     data["index_behind"] = memory.index.behind or None
-    lines = ""
+    checked = memory.checkpoints.chain
+    data["chain"] = None if checked is None else {**checked.data(), "text": checked.sentence}
+    lines = "" if checked is None else f"\n{checked.sentence}"
     if findings:
         more = f" (and {len(findings) - 1} more: bxctl memory repair lists them)" if len(findings) > 1 else ""
         lines += f"\nDAMAGED: {findings[0].sentence}{more}"

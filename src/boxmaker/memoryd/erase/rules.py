@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from boxmaker.memoryd.erase.scope import Scope
+from boxmaker.memoryd.files import chain
 from boxmaker.memoryd.files.entries import BY_NAME, file_content, normalise_newlines, parse_entries
+from boxmaker.memoryd.files.journal import encode_line
 from boxmaker.memoryd.files.mdtext import md_text
 from boxmaker.memoryd.files.names import BUNDLE_KEY, ERASURES_FILE, FEEDBACK_FILE, ITEMS_FILE, PROPOSALS_FILE
 from boxmaker.memoryd.files.notes import is_header
@@ -17,6 +19,8 @@ from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.items.store import item_id_of
 from boxmaker.proto import erasure
 from boxmaker.proto.erasure import Scrubber
+from boxmaker.proto.fsio import complete_lines
+from boxmaker.proto.startcheck import json_object
 
 #: Files under memory/ that are never scrubbed: the lock, the bundle key, the content-free tombstones.
 NOT_SCRUBBED = frozenset({".lock", BUNDLE_KEY, ERASURES_FILE})
@@ -78,7 +82,7 @@ class Rules:
         if rel == ITEMS_FILE:
             return self.scrubber.jsonl(data, line=self._item_event)
         if rel.startswith("edits/") and name.endswith(".jsonl"):
-            return self.scrubber.jsonl(data, line=self._journal_line)
+            return self._journal(data)
         if rel.startswith("recalls/") and name.endswith(".jsonl"):
             return self.scrubber.jsonl(data, line=self._recall_line)
         if rel == FEEDBACK_FILE:
@@ -113,6 +117,27 @@ class Rules:
             self.scrubber.count += 1
             return True
         return False
+
+    def _journal(self, data: bytes) -> bytes:
+        """A journal file scrubbed line by line: a line the erasure changes loses its salt and is
+        marked erased by this erasure (`chain.erase`); its commitment and chain value are kept, never
+        scrubbed, so the chain and every head recorded before still verify."""
+        lines, tail = complete_lines(data)
+        out: list[bytes] = []
+        for raw in lines:
+            entry = json_object(raw)
+            if entry is None:
+                out.append(self.scrubber.raw(raw))
+                continue
+            kept = {k: entry.pop(k) for k in chain.FIELDS if k in entry}
+            before = self.scrubber.count
+            changed = self._journal_line(entry)
+            scrubbed = self.scrubber.value(entry)
+            if self.scrubber.count == before and not changed:
+                out.append(raw)
+                continue
+            out.append(encode_line(chain.erase({**scrubbed, **kept}, self.scrubber.erasure_id)))
+        return b"".join(x + b"\n" for x in out) + self.scrubber.raw(tail)
 
     def _journal_line(self, entry: Any) -> bool:
         changed = False

@@ -3,8 +3,9 @@ check incremental (`boxmaker.memoryd.startcheck`; `proto.startcheck.Checkpoint`)
 
 A checkpoint marks every append-only file memoryd owns (`APPEND_ONLY`) and every journal month file
 (size and the hash of their last bytes), and records where the journal stood (its newest file and
-size). Every journal line since records where its appends landed (``appended``), so the next start
-verifies only what was written since. `Checkpoints` takes one after a clean start-up check, after
+size, and the chain value of its newest line: the start-up check follows the chain on from it). Every
+journal line since records where its appends landed (``appended``), so the next start verifies only
+what was written since. `Checkpoints` takes one after a clean start-up check, after
 every `EVERY` commits, after an erasure (which rewrites files and the journal in place), after a
 repair, and at a clean stop; never while damage found at start stands (so the next start finds it
 again), and always under the write lock (the files agree with the journal at that moment).
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from boxmaker.memoryd.files.chain import Checked
 from boxmaker.memoryd.files.journal import Journal
 from boxmaker.memoryd.files.names import (
     CHECKPOINT,
@@ -87,6 +89,8 @@ class Checkpoints:
         #: True once the start-up check has run: no checkpoint is taken before (a start that failed).
         self.checked = False
         self._commits = 0
+        #: What the start-up check did with the journal's hash chain (None before it ran).
+        self.chain: Checked | None = None
 
     def take(self) -> bool:
         """Write a checkpoint of the files as they are now (the caller holds the write lock), unless
@@ -98,7 +102,7 @@ class Checkpoints:
         files = journal_files(self.memory_dir)
         newest = files[-1] if files else ""
         size = (self.memory_dir / newest).stat().st_size if newest else 0
-        positions: dict[str, Any] = {"journal": {"file": newest, "size": size}}
+        positions: dict[str, Any] = {"journal": {"file": newest, "size": size, "chain": self.journal.head}}
         checkpoint = Checkpoint.of(self.memory_dir, [*APPEND_ONLY, *files], positions)
         try:
             checkpoint.save(self.memory_dir / CHECKPOINT)

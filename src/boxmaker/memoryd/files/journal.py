@@ -14,6 +14,11 @@ written when it still holds the text before or after the edit (never over a late
 A step that fails (a full disk) undoes the commit: the appends are cut back to their offsets and the
 intent removed, so the caller can say that nothing was written. Each line also records where its
 appends landed (``appended``: file, offset, length, SHA-256), which the start-up check verifies.
+
+Each line is sealed into the journal's hash chain (`chain`: ``salt``, ``commitment``, ``chain``) after
+the line before it; the journal keeps the newest chain value (`Journal.head`) in memory, so an append
+costs the same at any history. The intent holds the sealed line, so a line completed at the next start
+carries the same values.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from boxmaker.memoryd.files import chain
 from boxmaker.memoryd.files.names import INTENT
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError, InvalidId
@@ -103,6 +109,9 @@ class Journal:
         self.edits_dir = memory_dir / "edits"
         self.now = now
         self._last_id: tuple[dt.date, int] | None = None
+        #: The newest line's chain value (`chain.GENESIS` before the first chained line): the next
+        #: line is sealed after it. Loaded by `open`, moved on by every commit.
+        self.head = chain.GENESIS
         #: Called with each committed line, after its files are written (e.g. the projections).
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
@@ -115,7 +124,10 @@ class Journal:
             if torn:
                 log.warning("set aside a torn last line of %s into %s.torn", path, path.name)
         self._last_id = None
-        for entry in self.entries_newest_first():
+        self.head = chain.GENESIS
+        for n, entry in enumerate(self.entries_newest_first()):
+            if n == 0:  # the newest line: the next one is sealed after it
+                self.head = chain.head_of(entry)
             try:
                 self._last_id = parse_edit_id(str(entry["id"]))
             except InvalidId:
@@ -160,6 +172,7 @@ class Journal:
         line = {"id": reserved.id, "time": reserved.time, **change.entry}
         if change.appends:
             line["appended"] = [appended(a, _size(self.memory_dir / a.path)) for a in change.appends]
+        line = chain.seal(line, self.head)
         steps = [Append(journal_path, encode_line(line) + b"\n"), *change.appends]
         intent = {
             "appends": [
@@ -181,6 +194,7 @@ class Journal:
             if self._undo(intent):
                 raise
             log.warning("a write failed after %s's change was complete; it stands", reserved.id)
+        self.head = str(line[chain.CHAIN])
         (self.memory_dir / INTENT).unlink()
         self._tell(line)
         return line

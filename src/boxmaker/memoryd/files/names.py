@@ -20,6 +20,8 @@ CHECKPOINT = ".checkpoint.json"
 ERASING = ".erasing.json"
 #: Where `bxctl memory repair` replays the journal before it restores a file (removed after).
 REPAIR_DIR = ".repair"
+#: Where `bxctl memory verify` replays the journal to compare the files with it (removed after).
+VERIFY_DIR = ".verify"
 #: The home's key for signing bundles (`bundle.signing`).
 BUNDLE_KEY = ".bundle.key"
 

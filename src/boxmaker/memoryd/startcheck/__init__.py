@@ -14,6 +14,7 @@ The checks, and what each costs (the history before the checkpoint is never read
 | `content.erasure` | an erasure a crash interrupted (some files scrubbed, no tombstone) |
 | `content.marks` | a file shorter than at the checkpoint, or changed before it (the window's hash) |
 | `content.journal` | a journal line since the checkpoint that is not a journal line |
+| `content.chained` | the first line since the checkpoint the hash chain rejects (`files.chain`) |
 | `content.appends` | an append since the checkpoint (``appended``) its file no longer holds |
 | `content.tails` | bytes after the last append in a file only memoryd writes (items.jsonl, …) |
 | `content.identity` | soul.md, memory.md, user.md or conventions.md unreadable, not UTF-8, or with NUL |
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from boxmaker.memoryd.files.chain import Checked
 from boxmaker.memoryd.files.journal import Journal
 from boxmaker.memoryd.startcheck import content
 from boxmaker.memoryd.startcheck.content import State
@@ -40,6 +42,7 @@ CHECKS: tuple[Check, ...] = (
     content.erasure,
     content.marks,
     content.journal,
+    content.chained,
     content.appends,
     content.tails,
     content.identity,
@@ -51,10 +54,16 @@ def check(memory_dir: Path, journal: Journal) -> list[Finding]:
 
     Reads the last checkpoint and what was written since; never changes a file.
     """
+    return check_chain(memory_dir, journal)[0]
+
+
+def check_chain(memory_dir: Path, journal: Journal) -> tuple[list[Finding], Checked]:
+    """`check`, and what it did with the journal's hash chain (the lines since the checkpoint, the
+    head, the first problem), for the log and ``bxctl status``."""
     state = State.read(memory_dir, journal)
     if state.interrupted is not None:  # files were scrubbed in place: the rest would be misread
-        return content.erasure(state)
+        return content.erasure(state), state.checked
     found: list[Finding] = []
     for run in CHECKS:
         found += run(state)
-    return found
+    return found, state.checked

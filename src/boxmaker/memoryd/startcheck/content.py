@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd.files import checkpoint
+from boxmaker.memoryd.files import chain, checkpoint
 from boxmaker.memoryd.files.entries import BY_NAME, CONVENTIONS
 from boxmaker.memoryd.files.journal import Journal
 from boxmaker.memoryd.files.names import ERASING, NOTES_FILE, SOUL_FILE
+from boxmaker.memoryd.sentences import chain as chain_sentences
 from boxmaker.memoryd.sentences import damage
 from boxmaker.proto.startcheck import Checkpoint, Finding, json_object, lines_since
 
@@ -57,6 +58,8 @@ class State:
             a line that rewrote files in place (an erasure: all; a repair: its file) are left out,
             since the rewrite moved them.
         rewritten: the files rewritten in place since the checkpoint ("*" for every file).
+        walk: the journal's chain followed over the lines since the checkpoint (from its chain value).
+        broken: (journal file, sentence) of the first line since the checkpoint the chain rejects.
     """
 
     memory_dir: Path
@@ -65,19 +68,31 @@ class State:
     bad_lines: list[tuple[str, int]] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     rewritten: set[str] = field(default_factory=set)
+    walk: chain.Walk = field(default_factory=chain.Walk)
+    broken: tuple[str, str] | None = None
 
     @classmethod
     def read(cls, memory_dir: Path, journal: Journal) -> State:
         """Read the checkpoint and the journal lines written since it (all of them without one)."""
         del journal  # the journal's files are read directly, from the checkpoint's position
         state = cls(memory_dir, checkpoint.load(memory_dir), checkpoint.erasing(memory_dir))
+        state.walk = _walk_from(state.checkpoint)
         for name, at, raw in _journal_since(memory_dir, state.checkpoint):
             line = json_object(raw)
             if line is None or "id" not in line:
                 state.bad_lines.append((name, at))
                 continue
+            problem = state.walk.step(line, chain_sentences.byte_place(name, at, str(line["id"])))
+            if problem and state.broken is None:
+                state.broken = (name, problem)
             state.take(line)
         return state
+
+    @property
+    def checked(self) -> chain.Checked:
+        """What the chain check did (for the log and ``bxctl status``)."""
+        problem = self.broken[1] if self.broken else ""
+        return chain.Checked(self.walk.lines, self.checkpoint is not None, self.walk.head, problem)
 
     def take(self, line: dict[str, Any]) -> None:
         """Note one journal line: its appends, and a rewrite in place."""
@@ -112,6 +127,18 @@ def _record(edit: str, item: object) -> Record | None:
     ):
         return None
     return Record(edit, file, at, size, sha)
+
+
+def _walk_from(last: Checkpoint | None) -> chain.Walk:
+    """A chain walk from the checkpoint's chain value (from `chain.GENESIS` without a checkpoint; not
+    anchored when the checkpoint was taken before the chain existed)."""
+    if last is None:
+        return chain.Walk()
+    position = last.positions.get("journal", {})
+    value = position.get("chain") if isinstance(position, dict) else None
+    if not isinstance(value, str) or not chain.is_head(value):
+        return chain.Walk(anchored=False)
+    return chain.Walk(head=value, chained=value != chain.GENESIS)
 
 
 def _journal_since(memory_dir: Path, last: Checkpoint | None) -> list[tuple[str, int, bytes]]:
@@ -227,6 +254,15 @@ def tails(state: State) -> list[Finding]:
         if size > end:
             found.append(_finding(damage.trailing(name, size - end, end), name))
     return found
+
+
+def chained(state: State) -> list[Finding]:
+    """The first line since the checkpoint that the journal's hash chain rejects (a line changed,
+    removed, inserted or moved; `files.chain`); the lines before the checkpoint are not read again."""
+    if state.broken is None:
+        return []
+    name, problem = state.broken
+    return [Finding(problem, damage.RUNBOOK, chain_sentences.RESTORE_CHAIN, name)]
 
 
 def identity(state: State) -> list[Finding]:
