@@ -67,7 +67,7 @@ class Outcome:
 
 def caller(source: str) -> Caller:
     """Who an import's writes come from: ``imp-<source>``, private and untrusted, kind ``import``."""
-    return Caller(f"imp-{source}", "", IMPORTED, kind="import", via=f"import:{source}")
+    return Caller(f"imp-{source}", "", IMPORTED, kind="import")
 
 
 def bring(
@@ -100,7 +100,9 @@ def bring(
         if dry_run:
             outcome.state = "would-note"
             continue
-        noted = writer.note(who, entry.text, "add", spec.name, anchor=f"import:{source}")
+        noted = writer.note(
+            who, entry.text, "add", spec.name, origin_ref=f"import:{source}", header=f"via import:{source}"
+        )
         if not noted.ok:
             outcome.state, outcome.code, outcome.sentence = "refused", noted.code, noted.output
             continue

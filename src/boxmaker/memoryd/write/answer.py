@@ -26,9 +26,7 @@ class Caller:
     """Who writes: the session, the call id, the session's label, and whether it is the owner
     (set only by the owner's own commands on the admin socket, never from a message body); `kind`
     says what a non-owner caller is (a ``session``, an ``mcp`` client whose identity writes the owner
-    trusts when `client_trusted`, an ``import``), for the identity-write rule (`origin`); `via` names
-    where a note came from when it is not a session of this home (``import:hermes``: the notes header's
-    ``via`` field, docs/session-log.md)."""
+    trusts when `client_trusted`, an ``import``), for the identity-write rule (`origin`)."""
 
     session: str
     call: str
@@ -36,7 +34,6 @@ class Caller:
     owner: bool = False
     kind: OriginKind = "session"
     client_trusted: bool = False
-    via: str = ""
 
     @property
     def origin(self) -> Origin:
