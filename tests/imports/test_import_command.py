@@ -63,6 +63,8 @@ def test_hermes_and_chatgpt_come_in_and_recall_finds_them_tagged(
     assert _files(home / "imports") == files
     pending = CliRunner().invoke(cli, ["memory", "pending", "--json"])
     assert len(json.loads(pending.output)) == 4  # staged once, not again
+    verified = CliRunner().invoke(cli, ["memory", "verify"])
+    assert verified.exit_code == 0, verified.output  # the journal's chain holds every import line
 
 
 def test_a_broken_export_is_refused_whole(home: Path, tmp_path: Path) -> None:
