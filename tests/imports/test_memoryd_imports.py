@@ -252,3 +252,35 @@ def test_erasure_deletes_an_import_archive_and_its_texts(
     again = _run(service, _body("chatgpt", chatgpt.parse(exports.chatgpt_export(tmp_path / "2"))))
     assert [a["state"] for a in again["archives"]] == ["erased"]  # never brought back
     assert not archive_path(home / "imports", archive).exists()
+
+
+def test_accept_later_applies_what_an_earlier_import_left_pending(
+    service: Memoryd, home: Path, tmp_path: Path
+) -> None:
+    parsed = hermes.parse(exports.hermes_home(tmp_path))
+    _run(service, _body("hermes", parsed))
+    data = _run(service, _body("hermes", parsed, accept=True))
+    assert [e["state"] for e in data["entries"]] == [
+        "accepted",
+        "accepted",
+        "refused",
+        "accepted",
+        "accepted",
+    ]
+    assert "Owner's cat is called Miso." in (home / "memory" / "user.md").read_text()
+    pending = service.handle("memory_admin", MemoryAdmin(command="pending"))
+    assert isinstance(pending, MemoryAdminReply)
+    assert pending.data == []
+
+
+def test_a_withdrawn_import_archive_is_not_recalled(service: Memoryd, tmp_path: Path) -> None:
+    data = _run(service, _body("chatgpt", chatgpt.parse(exports.chatgpt_export(tmp_path))))
+    archive = data["archives"][0]["id"]
+    assert _count(service, QUESTION) == 1
+    done = service.handle(
+        "memory_admin",
+        MemoryAdmin(command="withdraw", args={"sessions": [archive], "reason": "mistaken"}),
+    )
+    assert isinstance(done, MemoryAdminReply)
+    assert done.data["code"] == "ok", done
+    assert _count(service, QUESTION) == 0

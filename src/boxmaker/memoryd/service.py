@@ -132,6 +132,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         now=now,
         sessions=layout.sessions,
         on_change=index.rebuild_in_background,
+        imports=layout.imports,
     )
     return Memory(
         config=config,

@@ -14,6 +14,7 @@ So each entry
 3. with `accept` (``bxctl import --accept``, the owner's choice), is then accepted at once as the owner's
    edit (`staged.accept`, confirmed: every check and the limit run against the file as it is; the
    journal line names the import's origin): `accepted`, or `noted` with the reason it was not applied.
+   An entry an earlier import staged that still waits is accepted the same way.
 
 A dry run reports what each entry would be without writing anything.
 """
@@ -91,12 +92,16 @@ def bring(
             continue
         if (entry.file, text) in done:
             outcome.state = "imported"
+            waiting = done[entry.file, text]
+            if accept and waiting and not dry_run:  # staged by an earlier import, still pending
+                outcome.pending = waiting
+                _accept(writer, outcome)
             continue
         vetted = vet_note(entry.text)
         if isinstance(vetted, Refusal):
             outcome.state, outcome.code, outcome.sentence = "refused", vetted.code, vetted.sentence
             continue
-        done.add((entry.file, text))
+        done[entry.file, text] = ""
         if dry_run:
             outcome.state = "would-note"
             continue
@@ -110,21 +115,29 @@ def bring(
             outcome.pending = staged.stage(writer, who, Add(file=entry.file, text=entry.text))
         outcome.code, outcome.sentence, outcome.edit = noted.code, noted.output, noted.edit
         if accept:
-            applied = staged.accept(writer, outcome.pending, confirmed=True)
-            if applied.ok:
-                outcome.state, outcome.edit = "accepted", applied.edit
-            outcome.code, outcome.sentence = applied.code, applied.output
+            _accept(writer, outcome)
     return outcomes
 
 
-def _imported_before(writer: Writer) -> set[tuple[str, str]]:
-    """(file key, prepared text) of every write an import ever staged, decided or not."""
-    found: set[tuple[str, str]] = set()
+def _accept(writer: Writer, outcome: Outcome) -> None:
+    """The owner's accept of the outcome's pending change, confirmed (``--accept``)."""
+    applied = staged.accept(writer, outcome.pending, confirmed=True)
+    if applied.ok:
+        outcome.state, outcome.edit = "accepted", applied.edit
+    outcome.code, outcome.sentence = applied.code, applied.output
+
+
+def _imported_before(writer: Writer) -> dict[tuple[str, str], str]:
+    """(file key, prepared text) of every write an import ever staged, decided or not, with its
+    pending id while it waits for the owner ("" once decided)."""
+    found: dict[tuple[str, str], str] = {}
+    waiting = {e["id"] for e in pending.pending(writer.store.pending_path)}
     for event in pending.read_events(writer.store.pending_path):
         origin = origin_of(event.get("origin"))
         arguments = event.get("arguments")
         if event.get("event") != "staged" or origin is None or origin.kind != "import":
             continue
         if isinstance(arguments, dict) and isinstance(arguments.get("text"), str):
-            found.add((str(arguments.get("file")), prepare(arguments["text"])))
+            key = (str(arguments.get("file")), prepare(arguments["text"]))
+            found[key] = event["id"] if event["id"] in waiting else ""
     return found
