@@ -273,6 +273,22 @@ def test_accept_later_applies_what_an_earlier_import_left_pending(
     assert pending.data == []
 
 
+def test_one_withdrawn_record_of_an_archive_is_not_recalled(service: Memoryd, tmp_path: Path) -> None:
+    data = _run(service, _body("chatgpt", chatgpt.parse(exports.chatgpt_export(tmp_path))))
+    archive = data["archives"][0]["id"]
+    done = service.handle(
+        "memory_admin",
+        MemoryAdmin(
+            command="withdraw", args={"sessions": [f"sessions/{archive}/0.jsonl#1"], "reason": "mistaken"}
+        ),
+    )
+    assert isinstance(done, MemoryAdminReply)
+    assert done.data["code"] == "ok", done
+    assert done.data["not_captured"] == []
+    assert _count(service, QUESTION) == 0
+    assert _count(service, "Harbour uses the Stormglass marine endpoint.") == 1
+
+
 def test_a_withdrawn_import_archive_is_not_recalled(service: Memoryd, tmp_path: Path) -> None:
     data = _run(service, _body("chatgpt", chatgpt.parse(exports.chatgpt_export(tmp_path))))
     archive = data["archives"][0]["id"]
@@ -284,3 +300,5 @@ def test_a_withdrawn_import_archive_is_not_recalled(service: Memoryd, tmp_path: 
     assert isinstance(done, MemoryAdminReply)
     assert done.data["code"] == "ok", done
     assert _count(service, QUESTION) == 0
+    answer = "Harbour uses the Stormglass marine endpoint."
+    assert _count(service, answer) == 0

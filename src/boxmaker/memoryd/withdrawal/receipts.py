@@ -298,8 +298,11 @@ class Withdrawals:
         if any(i.captured_from == ref for i in live.values()):
             return True
         session, epoch, line = anchor
+        path = self.sessions / session / f"{epoch}.jsonl"
+        if self.imports is not None and is_import_id(session) and epoch == 0:
+            path = archive_path(self.imports, session)  # a record of an import archive (issue 17)
         try:
-            data = (self.sessions / session / f"{epoch}.jsonl").read_bytes()
+            data = path.read_bytes()
         except OSError:
             return False
         return len(complete_lines(data)[0]) >= line
