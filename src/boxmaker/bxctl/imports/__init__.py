@@ -104,7 +104,7 @@ def import_(
     """
     try:
         parsed = READERS[source](path)
-        _check(parsed)
+        _check(parsed, path)
     except Malformed as exc:
         raise ImportRefused(str(exc)) from None
     socket = memory_socket_path(state, memory_socket)
@@ -116,6 +116,8 @@ def import_(
         for batch in batches:
             replies.append(_send(socket, batch))
             advance(len(batch.conversations))
+            if str(replies[-1].data.get("code", "ok")).startswith("refused:"):
+                break  # what came before is kept and journalled; the refusal says why
     data = _merge(source, dry_run, replies, parsed)
     data["too_large"] = too_large
     failed = [r for r in replies if str(r.data.get("code", "ok")).startswith("refused:")]
@@ -127,7 +129,7 @@ def import_(
         click.echo(_describe(source, origin, dry_run, data, parsed))
 
 
-def _check(parsed: Parsed) -> None:
+def _check(parsed: Parsed, path: Path) -> None:
     """Every record as memoryd will check it (`proto.records`), and every conversation id once, so
     nothing is sent of an export that memoryd would refuse halfway.
 
@@ -136,16 +138,16 @@ def _check(parsed: Parsed) -> None:
     """
     seen: set[str] = set()
     for conversation in parsed.conversations:
+        file = conversation.file or parsed.file or path
         if conversation.conversation in seen:
-            raise Malformed(parsed.file, f"conversation {conversation.conversation}", "comes twice")
+            raise Malformed(file, f"conversation {conversation.conversation}", "comes twice")
         seen.add(conversation.conversation)
         for number, record in enumerate(conversation.records, start=1):
             try:
                 decode_record(json.dumps(record, ensure_ascii=True).encode("ascii"))
             except ValueError as exc:
-                raise Malformed(
-                    parsed.file, f"conversation {conversation.conversation} message {number}", str(exc)
-                ) from None
+                place = f"conversation {conversation.conversation} record {number}"
+                raise Malformed(file, place, str(exc)) from None
 
 
 def _weight(conversation: Conversation) -> int:

@@ -64,7 +64,7 @@ def _conversation(file: Path, number: int, item: Any, parsed: Parsed) -> Convers
     place = f"conversation {number} ({ident})"
     if not isinstance(mapping, dict):
         raise Malformed(file, place, "has no mapping")
-    conversation = Conversation(ident, str(item.get("title") or ""))
+    conversation = Conversation(ident, str(item.get("title") or ""), file=file)
     last = from_epoch(item.get("create_time")) or from_epoch(item.get("update_time"))
     for node_id, node in _branch(file, place, item.get("current_node"), mapping):
         message = node.get("message")

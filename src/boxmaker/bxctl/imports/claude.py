@@ -76,7 +76,7 @@ def _conversation(file: Path, number: int, item: Any) -> Conversation:
     messages = item.get("chat_messages", [])
     if not isinstance(messages, list):
         raise Malformed(file, place, "has chat_messages that is not a list")
-    conversation = Conversation(item["uuid"], str(item.get("name") or ""))
+    conversation = Conversation(item["uuid"], str(item.get("name") or ""), file=file)
     last = from_iso(item.get("created_at"))
     for index, message in enumerate(messages, start=1):
         where = f"{place} message {index}"

@@ -75,7 +75,7 @@ def _transcript(path: Path) -> Conversation:
     lines = data.split("\n")
     if not data.endswith("\n"):
         lines = lines[:-1]  # a torn last line: the session is still being written
-    conversation = Conversation(path.stem, "")
+    conversation = Conversation(path.stem, "", file=path)
     names: dict[str, str] = {}
     last: str | None = None
     for number, line in enumerate(lines, start=1):

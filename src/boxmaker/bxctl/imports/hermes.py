@@ -145,7 +145,7 @@ def _version(conn: sqlite3.Connection, path: Path) -> int:
 
 def _session(conn: sqlite3.Connection, path: Path, row: tuple[Any, ...]) -> Conversation:
     session, title, started = row
-    conversation = Conversation(str(session), str(title or ""))
+    conversation = Conversation(str(session), str(title or ""), file=path)
     messages = conn.execute(
         "SELECT id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning_content"
         " FROM messages WHERE session_id = ? AND (active = 1 OR compacted = 1) AND _compressed_summary = 0"

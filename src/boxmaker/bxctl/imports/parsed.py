@@ -37,6 +37,8 @@ class Conversation:
     records: list[dict[str, Any]] = field(default_factory=list)
     #: The id of the last tool call not answered yet (a result without its own id answers it).
     open_call: str = ""
+    #: The file it was read from (for sentences naming it).
+    file: Path | None = None
 
     def user(self, time: str, content: str, speaker: str | None = None) -> None:
         """Append a ``user`` record (the owner's words when `speaker` is None)."""
