@@ -42,3 +42,18 @@ def test_a_failure_is_raised_in_the_callers_thread(monkeypatch: pytest.MonkeyPat
 
     with pytest.raises(OSError, match="went away"):
         progress.with_progress("exporting", fails)
+
+
+def test_a_bar_counts_the_items_of_a_long_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    terminal = Terminal()
+    monkeypatch.setattr(progress.sys, "stderr", terminal)
+    with progress.progress_bar("importing from chatgpt", 20) as advance:
+        for _ in range(4):
+            advance(5)
+    assert "importing from chatgpt" in terminal.getvalue()
+
+
+def test_no_bar_for_a_few_items_or_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    with progress.progress_bar("importing from hermes", 500) as advance:
+        advance(500)
+    assert capsys.readouterr().err == ""

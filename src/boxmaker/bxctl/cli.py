@@ -16,6 +16,7 @@ from boxmaker.bxctl import client, roles
 from boxmaker.bxctl import model as model_keys
 from boxmaker.bxctl.broker import approvals, approve, deny, grants
 from boxmaker.bxctl.chat import chat
+from boxmaker.bxctl.imports import import_
 from boxmaker.bxctl.jobs import jobs
 from boxmaker.bxctl.logs import logs
 from boxmaker.bxctl.mcp import mcp
@@ -181,6 +182,7 @@ def down(state: State) -> None:
 
 cli.add_command(reindex)
 cli.add_command(memory)
+cli.add_command(import_)
 cli.add_command(chat)
 cli.add_command(sessions)
 cli.add_command(jobs)

@@ -1,17 +1,20 @@
 """A long owner command's progress on the terminal (issue 16: ``bxctl reindex`` and ``bxctl memory
 export`` in a home of 100,000 items take seconds): while the request runs, a spinner on stderr says
-what is being done and for how long. Nothing is printed when stderr is not a terminal (scripts, tests,
-``--json`` pipelines read stdout only)."""
+what is being done and for how long; a command that sends many requests (``bxctl import`` of a large
+export, issue 17) shows a bar of how many of its items are done. Nothing is printed when stderr is
+not a terminal (scripts, tests, ``--json`` pipelines read stdout only)."""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 T = TypeVar("T")
 
@@ -47,3 +50,25 @@ def with_progress(doing: str, call: Callable[[], T]) -> T:
     if failure:
         raise failure[0]
     return result[0]
+
+
+#: A bar appears only for at least this many items.
+BAR_FROM = 10
+
+
+@contextmanager
+def progress_bar(doing: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A bar on stderr counting `total` items (``importing from chatgpt ━━━━ 120/800 0:00:04``); the
+    yielded function advances it by the items just done. Nothing is shown when stderr is not a
+    terminal or there are fewer than `BAR_FROM` items."""
+    if not sys.stderr.isatty() or total < BAR_FROM:
+        yield _nothing
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True, highlight=False), transient=True) as bar:
+        task = bar.add_task(doing, total=total)
+        yield lambda done: bar.advance(task, done)
+
+
+def _nothing(done: int) -> None:
+    del done

@@ -13,6 +13,7 @@ staging), opens and closes them, and routes each message kind its three sockets 
 | mcp_hello | boxmaker-mcp | mcp_hello_reply: the owner's trust in the client, the block (issue 17) |
 | reindex | bxctl | reindexed |
 | memory_admin | bxctl | memory_admin_reply (`admin.handle`) |
+| memory_import | bxctl | memory_admin_reply (`admin.imports.handle`; issue 17) |
 
 Wiring that must stay as it is: the journal's listeners first fold what the commit appended into
 the item store (`ItemStore.follow`), then write the index.md and topic pages it touched after every
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from boxmaker.memoryd import admin, startcheck, tool
+from boxmaker.memoryd.admin import imports as owner_imports
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.dream.staging import Staging
 from boxmaker.memoryd.erase.scope import Holdings
@@ -65,6 +67,7 @@ from boxmaker.proto.messages import (
     MemoryBlock,
     MemoryBlockReply,
     MemoryCall,
+    MemoryImport,
     Ok,
     Reindex,
     Reindexed,
@@ -78,7 +81,7 @@ log = logging.getLogger("boxmaker.memoryd")
 #: Message kinds each socket takes (M5a section 7).
 LOOP_KINDS = frozenset({"memory_block", "session_updated"})
 BROKER_KINDS = frozenset({"memory_call"})
-ADMIN_KINDS = frozenset({"reindex", "memory_admin"})
+ADMIN_KINDS = frozenset({"reindex", "memory_admin", "memory_import"})
 #: The MCP servers' socket (issue 17): their calls, and the block for their resource and instructions.
 MCP_KINDS = frozenset({"mcp_call", "mcp_hello", "memory_block"})
 
@@ -128,6 +131,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         store.notes_path,
         config.max_class,
         controls.exclusion,
+        imports=layout.imports,
     )
     writer = Writer(
         store, journal, now, config.review, index.add_notes, sessions=layout.sessions, items=items
@@ -150,6 +154,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         now=now,
         sessions=layout.sessions,
         on_change=index.rebuild_in_background,
+        imports=layout.imports,
     )
     return Memory(
         config=config,
@@ -272,6 +277,8 @@ class Memoryd:
             return Reindexed(logs=counts.logs, records=counts.records, notes=counts.notes)
         if isinstance(body, MemoryAdmin):
             return admin.handle(memory, body)
+        if isinstance(body, MemoryImport):
+            return owner_imports.handle(memory, body)
         raise ProtocolError(f"memoryd does not answer {kind}")
 
     def refresh_projections(self) -> None:

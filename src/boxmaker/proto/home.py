@@ -86,6 +86,11 @@ class Layout:
         return self.home / "sessions"
 
     @property
+    def imports(self) -> Path:
+        """memoryd's archives of imported conversations: imports/<source>/<id>.jsonl (issue 17)."""
+        return self.home / "imports"
+
+    @property
     def run(self) -> Path:
         """Sockets, pid files and role logs."""
         return self.home / "run"

@@ -17,7 +17,7 @@ does not exist yet is fine: the role creates it with 0700/0600. The walk reads m
 
 | role | its part (besides the home itself and ``run/``) |
 |---|---|
-| memoryd | ``memory/`` and ``index/`` (everything in them), ``run/*-memory/`` |
+| memoryd | ``memory/``, ``index/`` and ``imports/`` (everything in them), ``run/*-memory/`` |
 | brokerd | ``broker/`` and ``grants/`` (everything in them), ``run/*-broker/`` |
 | loopd | ``sessions/`` and ``jobs/`` (everything in them), ``run/*-loop/`` |
 
@@ -44,7 +44,7 @@ RUNBOOK = "home-unsafe"
 
 def check_memoryd(layout: Layout) -> Finding | None:
     """memoryd's part of the home (module docstring), or None when it is safe."""
-    return _first(layout, (layout.memory, layout.index), "memory")
+    return _first(layout, (layout.memory, layout.index, layout.imports), "memory")
 
 
 def check_brokerd(layout: Layout) -> Finding | None:

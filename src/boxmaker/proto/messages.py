@@ -12,7 +12,7 @@ JSON is read with the standard library (so a lone surrogate escape such as ``"\\
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -138,6 +138,39 @@ class MemoryAdminReply(_Body, frozen=True):
     data: Any = None
 
 
+class ImportedConversation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One conversation of a `memory_import`: the source's own id for it, its title (shown to the owner,
+    never stored), and its records in the session-log schema (`proto.records`; memoryd checks each)."""
+
+    conversation: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
+    records: list[dict[str, Any]]
+    title: str = ""
+
+
+class ImportedEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One memory-like entry of a `memory_import`: the identity file it was meant for, its text, and
+    where it was found (``memories/MEMORY.md entry 3``), for the answer."""
+
+    file: Literal["memory", "user"]
+    text: str
+    place: str = ""
+
+
+class MemoryImport(_Body, frozen=True):
+    """`memory_import` (bxctl -> memoryd, added by issue 17): what `bxctl import` read from another
+    product's export, already parsed. memoryd writes the conversations' archives under
+    ``imports/<source>/`` and turns each entry into an untrusted note and a pending identity change;
+    `accept` then applies the clean ones as the owner's edits; `dry_run` changes nothing. `origin` is the
+    path the owner named (journalled). Answered by `memory_admin_reply`."""
+
+    source: Literal["hermes", "chatgpt", "claude", "claude-code", "gemini"]
+    origin: Annotated[str, msgspec.Meta(max_length=4096)]
+    conversations: list[ImportedConversation] = msgspec.field(default_factory=list)
+    entries: list[ImportedEntry] = msgspec.field(default_factory=list)
+    dry_run: bool = False
+    accept: bool = False
+
+
 class ToolRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One tool call a turn made, as `chat_reply` reports it to the owner."""
 
@@ -244,6 +277,7 @@ Body: TypeAlias = (
     | Reindexed
     | MemoryAdmin
     | MemoryAdminReply
+    | MemoryImport
     | Chat
     | ChatDelta
     | ChatReply
@@ -271,6 +305,7 @@ KINDS: dict[str, type[Body]] = {
     "reindexed": Reindexed,
     "memory_admin": MemoryAdmin,
     "memory_admin_reply": MemoryAdminReply,
+    "memory_import": MemoryImport,
     "chat": Chat,
     "chat_delta": ChatDelta,
     "chat_reply": ChatReply,

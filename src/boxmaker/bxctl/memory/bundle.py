@@ -83,6 +83,9 @@ def memory_import(state: State, file: Path, trusted: bool, memory_socket: Path |
     \b
     Example:
         bxctl memory import ~/memory-2026-09-24.json
+
+    \b
+    See also: bxctl import SOURCE PATH (another product's memory: Hermes, ChatGPT, Claude, Gemini).
     """
     args = {"trusted": trusted}
     reply = client.admin(memory_socket_path(state, memory_socket), "import", str(file.absolute()), args)

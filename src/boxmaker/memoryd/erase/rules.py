@@ -38,6 +38,9 @@ FIXED_HOLDERS = erasure.MEMORYD_HOLDERS
 
 INDEX_HOLDER = "index/memory.sqlite3"
 
+#: The import archives (issue 17): deleted for an erased import session, scrubbed otherwise.
+IMPORTS_HOLDER = "imports/"
+
 
 def holder_of(rel: str) -> str:
     """The holder a file under memory/ belongs to (`rel` relative to memory/)."""

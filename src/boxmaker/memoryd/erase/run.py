@@ -32,6 +32,10 @@ Anchors into an erased session (``sessions/<id>/…``, ``sessions/<id>#…``, re
 ``session/<id>/…``) become ``source-erased:memerase-…`` (seed 12.3's `source-erased`); the items and
 archive sections that carried them are the tombstone's ``sanitized_replacement_refs``.
 
+Import archives (``imports/<source>/<id>.jsonl``, issue 17) are memoryd's too: an erased import session's
+archive is deleted (its texts are erased everywhere else, as loopd's are for its sessions), and every
+other archive has the texts replaced line by line, like a session log (holder ``imports/``).
+
 Then the index is rebuilt from the scrubbed files into a new file renamed over the old one (its -wal
 and -shm removed), vacuumed when it has free pages, checkpointed and switched out of WAL and back so
 no frame of the old pages remains; leftovers (``*.damaged-*``, ``*.new``) are removed. Every file is
@@ -66,6 +70,7 @@ from typing import Any
 
 from boxmaker.memoryd.erase.rules import (
     FIXED_HOLDERS,
+    IMPORTS_HOLDER,
     INDEX_HOLDER,
     Rules,
     holder_of,
@@ -90,7 +95,8 @@ from boxmaker.memoryd.files.names import ERASURES_FILE, ITEMS_FILE
 from boxmaker.memoryd.items.store import is_item_id
 from boxmaker.memoryd.sentences import Refusal, identity
 from boxmaker.memoryd.sentences import erasure as erasure_sentences
-from boxmaker.proto import erasure
+from boxmaker.proto import erasure, fsio
+from boxmaker.proto.archives import archive_ids, archive_path
 from boxmaker.proto.erasure import COMPLETED, PARTIAL, RESULTS, UNEVALUATED, Scrubber
 from boxmaker.proto.ids import OWNER_SESSION
 
@@ -183,6 +189,7 @@ def plan(holdings: Holdings, args: dict[str, Any]) -> dict[str, Any] | Refusal:
             continue
         ref = holder_of(rel)
         holds[ref] = holds.get(ref, 0) + rules.scrubber.count - before
+    holds[IMPORTS_HOLDER] = _archives_holding(holdings, scope, rules.scrubber)
     holds[INDEX_HOLDER] = _index_holds(holdings, rules.scrubber)
     holders: list[dict[str, Any]] = [
         {"holder_ref": ref, "holds": count, "result": COMPLETED, "limitation_ref": None}
@@ -207,6 +214,42 @@ def plan(holdings: Holdings, args: dict[str, Any]) -> dict[str, Any] | Refusal:
         "holders": holders,
         "short_texts": rules.scrubber.short,
     }
+
+
+def _archives_holding(holdings: Holdings, scope: Scope, scrubber: Scrubber) -> int:
+    """How many import archives an erasure changes: those of erased sessions, and those holding an
+    erased text."""
+    count = 0
+    for archive in archive_ids(holdings.layout.imports):
+        path = archive_path(holdings.layout.imports, archive)
+        try:
+            if archive in scope.sessions or scrubber.remains(path.read_bytes()):
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def _erase_archives(holdings: Holdings, scope: Scope, scrubber: Scrubber) -> tuple[str, str | None]:
+    """Delete the import archives of erased sessions and scrub every other one (issue 17: memoryd
+    writes them, so memoryd erases in them, as loopd does in sessions/); then byte-search them."""
+    imports = holdings.layout.imports
+    result: tuple[str, str | None] = (COMPLETED, None)
+    for archive in archive_ids(imports):
+        path = archive_path(imports, archive)
+        try:
+            if archive in scope.sessions:
+                path.unlink()
+                fsio.fsync_dir(path.parent)
+                continue
+            erasure.scrub_file(path, scrubber)
+            if scrubber.remains(path.read_bytes()):
+                log.error("erasure: %s still holds an erased text", path)
+                result = (PARTIAL, "remains")
+        except OSError as exc:
+            log.error("erasure: cannot rewrite %s: %s", path, exc)
+            result = (PARTIAL, "write-failed")
+    return result
 
 
 def _index_holds(holdings: Holdings, scrubber: Scrubber) -> int:
@@ -318,6 +361,7 @@ def _scrub_and_commit(holdings: Holdings, scope: Scope, found: Covered, run: _Ru
     scrubber = Scrubber(run.texts, run.erasure_id, scope.anchors)
     rules = Rules(scrubber, scope, frozenset(found.items), frozenset(found.note_keys))
     results = _scrub_memory(holdings.layout.memory, rules)
+    results[IMPORTS_HOLDER] = _erase_archives(holdings, scope, scrubber)
     results[INDEX_HOLDER] = _rebuild_index(holdings, scrubber)
     holders = [*run.others]
     for ref in dict.fromkeys([*FIXED_HOLDERS, *results]):

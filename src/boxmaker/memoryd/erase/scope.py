@@ -7,6 +7,7 @@ erased or that nothing holds.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -24,6 +25,8 @@ from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.items.store import is_item_id, item_id_of
 from boxmaker.memoryd.sentences import Refusal, identity
 from boxmaker.memoryd.sentences import erasure as erasure_sentences
+from boxmaker.proto import fsio
+from boxmaker.proto.archives import archive_path, is_import_id
 from boxmaker.proto.erasure import COMPLETED
 from boxmaker.proto.home import Layout
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
@@ -142,6 +145,8 @@ def covered(holdings: Holdings, scope: Scope) -> Covered | Refusal:
     for event in read_jsonl(holdings.store.pending_path, ("event",)):
         if event.get("session") in sessions and isinstance(event.get("arguments"), dict):
             _strings(event["arguments"], found.texts, skip={"action", "file"})
+    for session in sessions:
+        found.texts |= archive_texts(holdings.layout.imports, session)
     found.texts = {t.strip() for t in found.texts if t.strip() and not is_marker(t.strip())}
     for note in notes:  # a note whose whole body is an erased text is erased whole too
         if note.text.strip() in found.texts:
@@ -164,10 +169,38 @@ def already_erased(memory_dir: Path, what: str, ref: str) -> Refusal:
     return erasure_sentences.erase_already_erased(what, ref, str(last.get("erasure_id")), open_holders)
 
 
-def _holds_session(holdings: Holdings, session: str) -> bool:
-    """True when memoryd (or sessions/, which it indexes) holds anything of `session`: its folder, an
-    item, a note, a journal line, a staged write or a recall line."""
+def archive_texts(imports: Path, session: str) -> set[str]:
+    """The texts of an import archive (issue 17), as loopd gives those of a session: the owner's
+    messages and the replies (unreadable lines skipped; none for a session that is not an import)."""
+    if not is_import_id(session):
+        return set()
+    try:
+        lines, _ = fsio.complete_lines(fsio.read_bytes(archive_path(imports, session)))
+    except OSError:
+        return set()
+    found: set[str] = set()
+    for raw in lines:
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        text = record.get("content") if isinstance(record, dict) else None
+        if isinstance(text, str) and text.strip() and record.get("type") in ("user", "assistant"):
+            found.add(text.strip())
+    return found
+
+
+def exists(holdings: Holdings, session: str) -> bool:
+    """True when the session's log folder, or its import archive, is on disk."""
     if (holdings.layout.sessions / session).exists():
+        return True
+    return is_import_id(session) and archive_path(holdings.layout.imports, session).exists()
+
+
+def _holds_session(holdings: Holdings, session: str) -> bool:
+    """True when memoryd (or sessions/, which it indexes) holds anything of `session`: its folder or
+    import archive, an item, a note, a journal line, a staged write or a recall line."""
+    if exists(holdings, session):
         return True
     memory_dir = holdings.layout.memory
     if any(i.session == session for i in ItemStore(memory_dir).items().values()):
@@ -200,7 +233,7 @@ def check_sessions(
         erased_before = any(
             session in (t.get("scope_refs") or []) for t in tombstones(holdings.layout.memory)
         )
-        if erased_before and not (holdings.layout.sessions / session).exists():
+        if erased_before and not exists(holdings, session):
             alone = covered(holdings, Scope((), (session,)))
             # a text that holds a marker is an already scrubbed copy: searching for it finds nothing new
             found = alone.texts | passed if not isinstance(alone, Refusal) else {""}

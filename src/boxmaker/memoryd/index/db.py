@@ -1,7 +1,8 @@
 """One index database: its schema, and what goes into it (M5a section 6; DESIGN 7 and 11).
 
 Indexed from session logs (every epoch file ``sessions/<id>/N.jsonl``, in epoch order, the session's
-label carried across epochs): the content of `user` records (with the speaker's name), of `assistant`
+label carried across epochs) and import archives (``imports/<source>/<id>.jsonl``, epoch 0 of session
+``<id>``; `proto.archives`): the content of `user` records (with the speaker's name), of `assistant`
 records that have content, each tool call as ``name arguments``, and `tool_summary` content. Never
 tool results, never reasoning. From notes.md: every entry, with the label its header gives.
 
@@ -51,6 +52,7 @@ from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.schema import Counts, counts_of, transaction
 from boxmaker.memoryd.index.walk import Rows, Walk, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
+from boxmaker.proto.archives import archive_ids, archive_path, is_import_id
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.labels import DataClass
@@ -127,6 +129,7 @@ class IndexDB:
         cancel: once set, a catch-up in progress stops between batches (`Cancelled`).
         exclusion: what is withdrawn now (called at each catch-up and notes batch); withdrawn
             sessions, records and notes are not indexed.
+        imports: the import archives' folder (None: none are indexed).
     """
 
     def __init__(
@@ -136,8 +139,11 @@ class IndexDB:
         max_class: DataClass,
         cancel: threading.Event | None = None,
         exclusion: Callable[[], Exclusion] | None = None,
+        *,
+        imports: Path | None = None,
     ) -> None:
         self.conn = conn
+        self.imports = imports
         self.exclusion = exclusion or Exclusion
         self.cancel = cancel or threading.Event()
         self.sessions = sessions
@@ -148,19 +154,29 @@ class IndexDB:
     # Session logs --------------------------------------------------------------------------------
 
     def session_ids(self) -> list[str]:
-        """Every session folder with a valid id, sorted."""
+        """Every session folder with a valid id, then every import archive, sorted. A folder under
+        sessions/ named like an import archive (reserved) is not indexed."""
         try:
             with os.scandir(self.sessions) as entries:
                 names = sorted(entry.name for entry in entries if entry.is_dir())
         except FileNotFoundError:
-            return []
-        kept = [n for n in names if is_session_id(n) and n != OWNER_SESSION]
+            names = []
+        kept = [n for n in names if is_session_id(n) and n != OWNER_SESSION and not is_import_id(n)]
         for name in sorted(set(names) - set(kept)):
             log.warning("ignoring %s: not a session id of an agent", self.sessions / name)
-        return kept
+        imported = archive_ids(self.imports) if self.imports is not None else []
+        return sorted([*kept, *imported])
+
+    def log_path(self, session: str, epoch: int) -> Path:
+        """The file of one log: ``sessions/<id>/<epoch>.jsonl``, or an import's archive (epoch 0)."""
+        if is_import_id(session) and self.imports is not None:
+            return archive_path(self.imports, session)
+        return self.sessions / f"{session}/{epoch}.jsonl"
 
     def epochs(self, session: str) -> list[int]:
-        """The epoch numbers of a session's logs, in order."""
+        """The epoch numbers of a session's logs, in order (an import archive is epoch 0)."""
+        if is_import_id(session):
+            return [0] if self.imports is not None and self.log_path(session, 0).is_file() else []
         try:
             found = [name[:-6] for name in os.listdir(self.sessions / session) if name.endswith(".jsonl")]
         except OSError:
@@ -250,7 +266,7 @@ class IndexDB:
             LogShrank: the log is shorter than what was indexed.
         """
         name = f"{session}/{epoch}.jsonl"
-        path = self.sessions / name
+        path = self.log_path(session, epoch)
         row = progress.get(name)
         if row is None:
             state = _LogState(session, epoch, name, path, 0, 0, carry.copy() if carry is not None else Walk())

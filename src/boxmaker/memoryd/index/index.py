@@ -39,6 +39,7 @@ from boxmaker.memoryd.files.entries import normalise_newlines
 from boxmaker.memoryd.files.notes import Note, is_header
 from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
+from boxmaker.memoryd.index.forget import forget
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
@@ -86,6 +87,7 @@ class Index:
         notes: notes.md.
         max_class: rows above this class are not indexed (``[index] max_class``).
         exclusion: what is withdrawn now (`controls.Controls.exclusion`); never indexed.
+        imports: the import archives' folder, ``imports/`` (None: none are indexed).
     """
 
     def __init__(
@@ -95,8 +97,11 @@ class Index:
         notes: Path,
         max_class: DataClass,
         exclusion: Callable[[], Exclusion] | None = None,
+        *,
+        imports: Path | None = None,
     ) -> None:
         self.path = path
+        self.imports = imports
         self.exclusion = exclusion
         self.sessions = sessions
         self.notes = notes
@@ -116,6 +121,7 @@ class Index:
         self._waiting_lock = threading.Lock()
         self._background: list[threading.Thread] = []
         self._cancel = threading.Event()
+        self._forgotten: set[str] = set()
 
     # Opening and closing ---------------------------------------------------------------------------
 
@@ -158,7 +164,9 @@ class Index:
         except BaseException:
             conn.close()
             raise
-        return IndexDB(conn, self.sessions, self.max_class, self._cancel, self.exclusion)
+        return IndexDB(
+            conn, self.sessions, self.max_class, self._cancel, self.exclusion, imports=self.imports
+        )
 
     def close(self) -> None:
         """Stop the background work (between two batches), then close every connection."""
@@ -249,6 +257,21 @@ class Index:
                 self._waiting.add(session)
                 return 0
         return self._catch_up([session])
+
+    def forget(self, sessions: Sequence[str]) -> int:
+        """`forget.forget` on the live file (an import archive about to be replaced); the caller then
+        starts `rebuild_in_background`, which drops the old rows' terms. Returns the rows taken out."""
+        with self._catching, self._lock:
+            self._forgotten.update(sessions)  # a rebuild under way forgets them in its new file too
+            return forget(self.db.conn, sessions)
+
+    def catch_up_many(self, sessions: Sequence[str]) -> int:
+        """`catch_up` of several sessions."""
+        with self._waiting_lock:
+            if not self._ready.is_set():
+                self._waiting.update(sessions)
+                return 0
+        return self._catch_up(list(sessions))
 
     def catch_up_all(self) -> int:
         """Catch up every session. Returns rows added."""
@@ -374,6 +397,8 @@ class Index:
             Cancelled: memoryd is stopping (the half-built file is left for the next build).
         """
         with self._rebuilding:
+            with self._lock:
+                self._forgotten.clear()
             fresh = self.path.with_name(self.path.name + ".new")
             for suffix in ("", "-wal", "-shm"):
                 Path(str(fresh) + suffix).unlink(missing_ok=True)
@@ -382,6 +407,7 @@ class Index:
                 self._fill(db)
                 optimize(db.conn)  # one segment per term: recall reads half as much (outside the locks)
                 with self._catching, self._lock:
+                    forget(db.conn, sorted(self._forgotten))
                     seen = self._fill(db)
                     counts = db.counts()
                     finish_bulk(db.conn)

@@ -11,6 +11,7 @@
 - `review`: Skeptical recall, review, metamemory: retrievals, feedback (seed 003 sections 15.2, 16, 23).
 - `dream`: Autodream's maintenance actions and staging (seed 003 section 14).
 - `revert`: Revert any edit: ``bxctl memory revert`` (issue 19).
+- `imports`: Imports of other products' memory (issue 17, ``bxctl import``).
 - `damage`: A full disk, damage found at start, and `bxctl memory repair` (docs/runbook.md
   ``disk-full`` and ``memory-damaged``).
 

@@ -53,6 +53,7 @@ from boxmaker.memoryd.withdrawal.records import (
     scope_problem,
     session_decider,
 )
+from boxmaker.proto.archives import archive_path, is_import_id
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION
 
@@ -148,7 +149,9 @@ class Withdrawals:
         now: Callable[[], dt.datetime],
         sessions: Path,
         on_change: Callable[[], None],
+        imports: Path | None = None,
     ) -> None:
+        self.imports = imports
         self.controls = controls
         self.store = store
         self.journal = journal
@@ -286,6 +289,8 @@ class Withdrawals:
                     return True
             except OSError:
                 pass
+            if self.imports is not None and is_import_id(ref) and archive_path(self.imports, ref).is_file():
+                return True  # an import archive (issue 17)
             return any(
                 e.get("session") == ref and e.get("where") in BY_NAME
                 for e in self.journal.entries_newest_first()
@@ -293,8 +298,11 @@ class Withdrawals:
         if any(i.captured_from == ref for i in live.values()):
             return True
         session, epoch, line = anchor
+        path = self.sessions / session / f"{epoch}.jsonl"
+        if self.imports is not None and is_import_id(session) and epoch == 0:
+            path = archive_path(self.imports, session)  # a record of an import archive (issue 17)
         try:
-            data = (self.sessions / session / f"{epoch}.jsonl").read_bytes()
+            data = path.read_bytes()
         except OSError:
             return False
         return len(complete_lines(data)[0]) >= line

@@ -21,6 +21,7 @@ edit decided against an old view fails instead of clobbering a newer entry (herm
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -178,10 +179,14 @@ class Writer:
         *,
         fields: CaptureFields | None = None,
         plan: Plan | None = None,
+        origin_ref: str | None = None,
+        header: str = "",
     ) -> Answer:
         """Append a note labelled by the caller and capture it as an item (module docstring);
         `action` is "note", or "add" (with the identity `file` it was meant for) for an add from a
         tainted session; `fields` are its checked capture fields (None: knowledge, nothing else).
+        `origin_ref` is the item's Source when memoryd knows a better one than the session's (an import:
+        ``import:<source>``); `header` is one more field of the note's header (``via import:<source>``).
 
         `plan` (a merge, `itemops.merge`) is asked inside the lock with the fold and the new item's
         id and time: it refuses (nothing written), or gives the item's label, the events that follow
@@ -216,6 +221,8 @@ class Writer:
                 self._next_position(),
                 (ident, fields.kind, *((caller.via.field,) if caller.via is not None else ())),
             )
+            if header:
+                entry = dataclasses.replace(entry, extra=(*entry.extra, header))
             event = capture_event(
                 ident=ident,
                 time=reserved.time,
@@ -225,7 +232,7 @@ class Writer:
                 confidence=fields.confidence,
                 text=vetted.text,
                 label=label,
-                source=anchor or source.owner_source(reserved.id),
+                source=origin_ref or anchor or source.owner_source(reserved.id),
                 session=caller.session,
                 call=caller.call,
                 corroborating_refs=fields.corroborating_refs,

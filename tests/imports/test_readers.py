@@ -1,0 +1,144 @@
+"""Each source's shape as bxctl import reads it (issue 17), from exports written by hand: what becomes
+a conversation (its records, labels and UTC times), an entry, or a suggestion; a malformed export is
+one sentence naming the file and the place."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import import_exports as exports
+import pytest
+
+from boxmaker.bxctl.imports import chatgpt, claude, claude_code, gemini, hermes
+from boxmaker.bxctl.imports.parsed import Malformed
+
+
+def _types(records: list[dict[str, object]]) -> list[str]:
+    return [str(r["type"]) for r in records]
+
+
+def test_hermes_home_gives_entries_and_sessions(tmp_path: Path) -> None:
+    home = exports.hermes_home(tmp_path)
+    parsed = hermes.parse(home)
+    assert [(e.file, e.text) for e in parsed.entries] == [
+        ("memory", "Project Atlas deploys from the main branch."),
+        ("memory", "The build server is ci.example.org."),
+        ("memory", exports.POISON),
+        ("user", "Owner prefers answers in UTC."),
+        ("user", "Owner's cat is called Miso."),
+    ]
+    assert parsed.entries[1].place == "memories/MEMORY.md entry 2"
+    (session,) = parsed.conversations
+    assert session.conversation == "20260301_101500_ab12cd"
+    assert session.title == "Kayak trip"
+    assert _types(session.records) == ["user", "assistant", "tool_result", "assistant"]
+    call = session.records[1]["tool_calls"][0]  # type: ignore[index]
+    assert call == {"id": "call_1", "name": "web_search", "arguments": '{"q": "tides"}'}
+    result = session.records[2]
+    assert (result["untrusted"], result["class"], result["call"]) == (True, "private", "web_search")
+    assert result["time"] == "2026-03-01T10:15:03.5Z"
+    assert hermes.parse(home / "memories").conversations == []  # its memories/ folder alone
+
+
+def test_hermes_unknown_schema_version_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    home = exports.hermes_home(tmp_path, version=31)
+    with pytest.raises(Malformed) as refused:
+        hermes.parse(home)
+    assert str(refused.value) == (
+        f"{home / 'state.db'}, table schema_version: Hermes schema version 31 is not the one bxctl"
+        " reads (30); nothing was imported"
+    )
+
+
+def test_chatgpt_takes_the_active_branch_and_marks_browsing_untrusted(tmp_path: Path) -> None:
+    parsed = chatgpt.parse(exports.chatgpt_export(tmp_path, custom=True).parent)
+    (conversation,) = parsed.conversations
+    assert conversation.title == "Harbour weather"
+    records = conversation.records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
+    assert "zeppelins" not in json.dumps(records)  # the other branch is left out
+    assert records[1]["tool_calls"][0]["name"] == "browser"  # type: ignore[index]
+    assert records[2]["untrusted"] is True
+    assert records[2]["tool_call_id"] == "call-b1"
+    assert records[0]["time"] == "2026-01-01T00:00:00Z"
+    assert [(s.target, s.text) for s in parsed.suggestions] == [
+        ("user.md", "I sail a small boat."),
+        ("soul.md or conventions.md", "Answer briefly."),
+    ]
+
+
+def test_claude_ai_tool_results_are_untrusted_and_attachments_the_owners(tmp_path: Path) -> None:
+    (conversation,) = claude.parse(exports.claude_export(tmp_path)).conversations
+    records = conversation.records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
+    assert "[attachment plot.txt]\nPlot is 12 by 30 metres." in str(records[0]["content"])
+    assert records[2]["untrusted"] is True
+    assert "Council page" in str(records[2]["content"])
+    assert records[3]["time"] == "2026-02-10T09:01:00Z"  # +02:00 in the export, UTC in the archive
+
+
+def test_claude_ai_jsonl_layout_reads_the_same(tmp_path: Path) -> None:
+    path = exports.claude_export(tmp_path)
+    lines = tmp_path / "conversations.jsonl"
+    lines.write_text("".join(json.dumps(c) + "\n" for c in json.loads(path.read_text())))
+    assert claude.parse(lines).conversations[0].records == claude.parse(path).conversations[0].records
+
+
+def test_claude_code_transcripts_auto_memory_and_claude_md(tmp_path: Path) -> None:
+    parsed = claude_code.parse(exports.claude_code_projects(tmp_path).parent)
+    (conversation,) = parsed.conversations
+    assert conversation.conversation == "0a1b2c3d-0000-4000-8000-00000000cc01"
+    assert conversation.title == "Atlas build fix"
+    assert _types(conversation.records) == ["user", "assistant", "tool_result", "assistant"]
+    assert conversation.records[1]["reasoning_content"] == "Check the logs."
+    assert conversation.records[2]["call"] == "Bash"
+    assert conversation.records[2]["untrusted"] is True
+    assert "subagent prompt" not in json.dumps(conversation.records)  # sidechains are left out
+    assert [e.text for e in parsed.entries] == [
+        "Run `make check` before saying a change works.",
+        "CI lives in .forgejo/workflows.",
+    ]
+    assert [s.text for s in parsed.suggestions] == ["# Style\nUse British spelling."]
+
+
+def test_gemini_added_memories_are_entries_and_the_rest_a_suggestion(tmp_path: Path) -> None:
+    parsed = gemini.parse(exports.gemini_md(tmp_path).parent)
+    assert [(e.file, e.text) for e in parsed.entries] == [
+        ("user", "My preferred programming language is Python."),
+        ("user", "The staging host is stage.example.org."),
+    ]
+    assert parsed.suggestions[0].text == "# Global context\n\nAlways answer in English."
+    assert parsed.conversations == []
+
+
+@pytest.mark.parametrize(
+    ("content", "place"),
+    [
+        ('[{"id": "x", "mapping": {}, "current_node": "nope"}]', "conversation 1 (x)"),
+        ('{"not": "a list"}', "the top level"),
+        (
+            '[{"id": "x", "mapping": {"a": {"message": null, "parent": "a"}}, "current_node": "a"}]',
+            "conversation 1 (x)",
+        ),
+        ("[{]", "line 1 column 3"),
+    ],
+)
+def test_a_malformed_chatgpt_export_names_the_file_and_place(
+    tmp_path: Path, content: str, place: str
+) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text(content)
+    with pytest.raises(Malformed) as refused:
+        chatgpt.parse(path)
+    assert str(refused.value).startswith(f"{path}, {place}: ")
+    assert str(refused.value).endswith("; nothing was imported")
+
+
+def test_a_hermes_db_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    home.mkdir()
+    sqlite3.connect(home / "state.db").close()
+    with pytest.raises(Malformed, match=r"has no schema_version table: not a Hermes state\.db"):
+        hermes.parse(home)
