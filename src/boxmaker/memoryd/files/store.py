@@ -17,6 +17,7 @@ Files the owner edits by hand are read with a leading BOM dropped and CRLF as LF
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from boxmaker.memoryd.files.entries import (
     parse_entries,
     text_length,
 )
-from boxmaker.memoryd.files.notes import HEADER
+from boxmaker.memoryd.files.notes import HEADER, Note
+from boxmaker.memoryd.files.notesview import NotesView
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 
@@ -90,6 +92,7 @@ class Store:
     def __init__(self, memory_dir: Path, soul_starter: Path) -> None:
         self.dir = memory_dir
         self.soul_starter = soul_starter
+        self._notes = NotesView(self.notes_path, self.read_notes)
 
     @property
     def soul_path(self) -> Path:
@@ -216,6 +219,15 @@ class Store:
         if len(text) > SOUL_LIMIT:
             raise FileOverLimit("soul.md", len(text), SOUL_LIMIT)
         return text
+
+    def parsed_notes(self) -> Sequence[Note]:
+        """notes.md's entries as `notes.parse(read_notes())` gives them, parsed once and followed as the
+        file grows (`notesview.NotesView`); do not modify the result.
+
+        Raises:
+            FileUnreadable: see `read_text`.
+        """
+        return self._notes.notes()
 
     def read_notes(self) -> str:
         """notes.md's text (BOM dropped, CRLF as LF).

@@ -46,7 +46,6 @@ from typing import Any
 from boxmaker.memoryd.dream import inputs
 from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES
-from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import FileOverLimit, Store
 from boxmaker.memoryd.review.feedback import read_feedback
 from boxmaker.memoryd.review.sections import Inputs, Section, build
@@ -79,7 +78,7 @@ def gather(writer: Writer, controls: Controls) -> Inputs:
         withdrawn_entries=withdrawn_identity(controls, store, writer.journal, identity),
         soul=_soul(store),
         conventions=_read(conventions_path) if conventions_path.is_file() else None,
-        notes=parse_notes(store.read_notes()),
+        notes=store.parsed_notes(),
         note_excluded=exclusion.note,
         index_text=generated[names.INDEX_FILE],
         generated=generated,
