@@ -192,6 +192,13 @@ def commands(home: Path, failed: dict[str, str]) -> dict[str, float]:
         "tiers": lambda: admin_call(home, "tiers"),
         "proposals": lambda: admin_call(home, "proposals"),
         "log": lambda: admin_call(home, "log", "20"),
+        "files": lambda: admin_call(home, "files"),
+        "pending": lambda: admin_call(home, "pending"),
+        "controls": lambda: admin_call(home, "controls"),
+        "erasures": lambda: admin_call(home, "erasures"),
+        "dream-show": lambda: admin_call(home, "dream-show"),
+        "tiers_again": lambda: admin_call(home, "tiers"),  # the same, notes.md already parsed
+        "review_again": lambda: admin_call(home, "review"),
         "export": lambda: admin_call(home, "export", str(home / "export.bxmem")),
     }
     for name, call in calls.items():
