@@ -105,13 +105,19 @@ _CANDIDATE = re.compile("^§ ", re.MULTILINE)
 def count(text: str) -> int:
     """``len(parse(text))`` without making the notes (memoryd counts notes.md at start)."""
     found, first = 0, len(text)
+    for start in header_starts(text):
+        found += 1
+        first = min(first, start)
+    return found + (1 if text[:first].strip() else 0)
+
+
+def header_starts(text: str) -> Iterator[int]:
+    """Where each header line of `text` starts, in order (only lines starting ``§ `` are matched)."""
     for candidate in _CANDIDATE.finditer(text):
         start = candidate.start()
         end = text.find("\n", start)
         if HEADER.match(text[start : end if end >= 0 else len(text)]) is not None:
-            found += 1
-            first = min(first, start)
-    return found + (1 if text[:first].strip() else 0)
+            yield start
 
 
 def is_header(line: str) -> bool:
