@@ -105,6 +105,10 @@ def test_a_listing_larger_than_a_frame_comes_one_page_at_a_time(big: Path) -> No
     last = START + dt.timedelta(minutes=NOTES - 1)
     assert keys[0] == f"note/{NOTES - 1}/{last:%Y-%m-%dT%H:%MZ}"  # none found: newest first
     bxctl_lists_the_first_page_or_every_note(big)
+    every = json.loads(bxctl_ok(big, "memory", "items", "--limit", "0", "--json").stdout)  # 10 MB of items
+    assert [row["id"] for row in every][:2] == ["mem-2026-03-02-001", "mem-2026-03-02-002"]
+    assert len({row["id"] for row in every}) == NOTES
+    assert bxctl_ok(big, "memory", "items", "--limit", "0").stdout.count("\nmem-") == NOTES - 1
     the_agents_tiers_action_answers_one_page(big)
     bad_paging_arguments_are_refused_with_nothing_listed(big)
 
