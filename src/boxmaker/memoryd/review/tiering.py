@@ -41,5 +41,5 @@ def listing_now(
     except (FileUnreadable, OSError) as exc:
         return unavailable(str(exc), "nothing to list")
     files = [(name, [e for e in entries if (name, e) not in hidden]) for name, entries in read.items()]
-    shown = [n for n in found if not excluded.note(n)] if excluded else found
+    shown = [n for n in found if not excluded.note(n)] if excluded or excluded.note_keys else found
     return tiers.listing(files, shown, tallied, untrusted=untrusted, offset=offset, limit=limit)
