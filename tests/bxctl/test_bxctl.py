@@ -108,8 +108,8 @@ def test_reindex_prints_the_counts(fake: FakeMemoryd) -> None:
             {"file": "user", "text": "Prefers UTC."},
         ),
         (["memory", "note", "seen it"], "note", "seen it", {}),
-        (["memory", "tiers"], "tiers", "", {"untrusted": False}),
-        (["memory", "tiers", "--untrusted"], "tiers", "", {"untrusted": True}),
+        (["memory", "tiers"], "tiers", "", {"untrusted": False, "offset": 0, "limit": 200}),
+        (["memory", "tiers", "--untrusted"], "tiers", "", {"untrusted": True, "offset": 0, "limit": 200}),
         (
             [
                 "memory",

@@ -240,3 +240,26 @@ def test_review_of_a_large_home_is_bounded_per_section(service: Memoryd) -> None
     assert (len(archive["items"]), archive["items_count"]) == (review_sections.ROW_IDS, total)
     for section in found.values():
         assert len(section["rows"]) <= review_sections.SHOWN
+
+
+def test_a_plan_after_changes_equals_one_made_from_nothing(service: Memoryd) -> None:
+    """Review keeps what it computed of each text and each topic's near pairs between plans (issue 16);
+    after notes, a status change and a withdrawal, the plan is the one computed afresh."""
+    note(service, "Restart the okapi service after upgrades.")
+    note(service, "restart the okapi service, after upgrades!")
+    note(service, "Never deploy the okapi on Fridays.")
+    first = sections(service)
+    assert first["duplicates"]["count"] == 1
+    assert first["boundary"]["count"] == 1
+    near = note(service, "Restart the okapi service after the upgrades.")
+    ruled = note(service, "From now on the okapi logs rotate daily.")
+    assert itemops.set_status(service.memory.writer, near, "stale", OWNER).ok
+    admin(service, "withdraw", items=[ruled], reason="failed-exploration")
+    note(service, "Restart the okapi services after upgrades.")
+    kept = sections(service)
+    review_sections._FACTS.clear()
+    review_sections._NEAR.clear()
+    assert kept == sections(service)
+    assert [r["match"] for r in kept["duplicates"]["rows"]] == ["identical", "near-identical"]
+    assert kept["boundary"]["count"] == 1  # the withdrawn rule is left out
+    assert ruled not in {r.get("id") for r in kept["boundary"]["rows"]}

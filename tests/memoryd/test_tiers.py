@@ -203,6 +203,9 @@ def test_an_empty_home_lists_nothing(service: Memoryd) -> None:
         "entries": [],
         "notes": [],
         "damaged_lines": 0,
+        "offset": 0,
+        "notes_total": 0,
+        "next_offset": None,
     }
     assert reply.text.endswith("# memory.md\n(empty)\n# user.md\n(empty)\n# notes.md\n(empty)")
 

@@ -100,12 +100,17 @@ _PROTOCOL_KEYS: dict[str, tuple[str, ...]] = {
 def check_memory(arguments: dict[str, Any]) -> str | None:
     """``memory``: the five actions of M5a section 5, each with exactly its keys (`note` and `add`
     with the optional `CAPTURE_KEYS`); ``tiers`` (M5d 4.4, our addition: the tiering listing as a
-    labelled tool result), with optional `untrusted`; and the protocol's forget, index, topic."""
+    labelled tool result), with optional `untrusted`, `offset` and `limit` (one page of notes); and the
+    protocol's forget, index, topic."""
     action = arguments.get("action")
     if action == "tiers":
-        problem = _keys(arguments, ("action",), ("untrusted",))
+        problem = _keys(arguments, ("action",), ("untrusted", "offset", "limit"))
         if problem is None and not isinstance(arguments.get("untrusted", False), bool):
             problem = "the argument `untrusted` must be true or false"
+        for key in ("offset", "limit"):
+            value = arguments.get(key, 0)
+            if problem is None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                problem = f"the argument `{key}` must be a whole number, 0 or more"
         return problem
     if isinstance(action, str) and action in _PROTOCOL_KEYS:
         return _keys(arguments, ("action",), _PROTOCOL_KEYS[action])

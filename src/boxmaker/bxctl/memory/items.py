@@ -12,10 +12,14 @@ import click
 from boxmaker.bxctl import client
 from boxmaker.bxctl.options import ITEM_KINDS, json_option, memory_socket_option, memory_socket_path
 from boxmaker.bxctl.state import State, pass_state
+from boxmaker.proto.messages import MemoryAdminReply
 
 _STATUSES = ("active", "superseded", "pending-cleanup", "stale")
 #: `bxctl memory items` lists the newest this many unless told otherwise (a home may hold 100,000).
 DEFAULT_LIMIT = 200
+#: `--limit 0` asks for the items this many at a time (a frame holds at most 4 MiB; an item's row and
+#: data take under 4 KB).
+PAGE = 500
 
 
 @click.command(name="items")
@@ -58,7 +62,30 @@ def memory_items(
     args: dict[str, Any] = {"all": show_all, "limit": limit}
     chosen = {"kind": kind, "status": status, "subject": subject}
     args.update({k: v for k, v in chosen.items() if v is not None})
-    client.emit(client.admin(memory_socket_path(state, memory_socket), "items", "", args), as_json)
+    path = memory_socket_path(state, memory_socket)
+    if limit:
+        client.emit(client.admin(path, "items", "", args), as_json)
+        return
+    pages: list[MemoryAdminReply] = []  # every item: a frame holds a page, newest first, so ask on
+    while True:
+        args.update(limit=PAGE, offset=PAGE * len(pages))
+        reply = client.admin(path, "items", "", args)
+        if not isinstance(reply.data, list):  # refused: that is the answer
+            client.emit(reply, as_json)
+            return
+        pages.append(reply)
+        if len(reply.data) < PAGE:
+            break
+    pages.reverse()  # capture order, as one reply would list them
+    data = [row for page in pages for row in page.data]
+    rows = [
+        line
+        for page in pages
+        if page.data
+        for line in page.text.splitlines()
+        if not line.startswith("(older items")
+    ]
+    client.emit(MemoryAdminReply("\n".join(rows) if data else "(no items)", data), as_json)
 
 
 @click.command(name="item")

@@ -12,6 +12,8 @@ import click
 from boxmaker.bxctl import client
 from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
 from boxmaker.bxctl.state import State, pass_state
+from boxmaker.proto.labels import DataClass, Label
+from boxmaker.proto.messages import MemoryAdminReply
 
 
 @click.command(name="review")
@@ -38,23 +40,65 @@ def memory_review(state: State, memory_socket: Path | None, as_json: bool) -> No
     is_flag=True,
     help="Include the text of untrusted notes (by default they are listed by key and header only).",
 )
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="Only the first N notes of the order (0: every one, fetched page by page).",
+)
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip the first N notes of the order.")
 @memory_socket_option
 @json_option
 @pass_state
-def memory_tiers(state: State, untrusted: bool, memory_socket: Path | None, as_json: bool) -> None:
+def memory_tiers(
+    state: State, *, untrusted: bool, limit: int, offset: int, memory_socket: Path | None, as_json: bool
+) -> None:
     """List each identity entry and note with how often agent recalls found it.
 
     Hits count recalls made by agent sessions only (not your searches, not benchmark runs); notes
-    are listed most found first, then newest. The first line is the strictest label of what the
-    listing shows.
+    are listed most found first, then newest, the first 200 unless --limit says otherwise. The first
+    line is the strictest label of what the listing shows (of each page, with --limit 0).
 
     \b
     Example:
         bxctl memory tiers
-        bxctl memory tiers --untrusted --json
+        bxctl memory tiers --limit 0 --json
+        bxctl memory tiers --untrusted --offset 200
     """
-    reply = client.admin(memory_socket_path(state, memory_socket), "tiers", "", {"untrusted": untrusted})
-    client.emit(reply, as_json)
+    path = memory_socket_path(state, memory_socket)
+    args: dict[str, Any] = {"untrusted": untrusted, "offset": offset, "limit": limit}
+    reply = client.admin(path, "tiers", "", args)
+    if limit or not isinstance(reply.data, dict) or reply.data.get("next_offset") is None:
+        client.emit(reply, as_json)
+        return
+    pages = [reply]  # every note: one frame holds a page, so ask for the next until the last
+    if not as_json:
+        client.emit(reply, False)
+    while isinstance(reply.data, dict) and isinstance(reply.data.get("next_offset"), int):
+        args["offset"] = reply.data["next_offset"]
+        reply = client.admin(path, "tiers", "", args)
+        if not as_json:
+            client.emit(reply, False)
+        pages.append(reply)
+    if as_json:
+        client.emit(MemoryAdminReply("", _joined([p.data for p in pages])), True)
+
+
+def _joined(pages: list[Any]) -> Any:
+    """The pages' data as one listing: the first page's entries, every page's notes, the strictest
+    label (a refused page is the answer)."""
+    if not all(isinstance(p, dict) and "notes" in p for p in pages):
+        return next(p for p in pages if not (isinstance(p, dict) and "notes" in p))
+    label = Label(DataClass.PRIVATE, False)
+    for page in pages:
+        shown = page["label"]
+        label = label.stricter(Label(DataClass(shown["class"]), bool(shown["untrusted"])))
+    joined = dict(pages[0])
+    joined["label"] = {"class": label.data_class.value, "untrusted": label.untrusted}
+    joined["notes"] = [row for page in pages for row in page["notes"]]
+    joined["next_offset"] = None
+    return joined
 
 
 _VERDICTS = click.Choice(["helpful", "misleading", "neutral", "unknown"])

@@ -15,7 +15,7 @@
 | remove | args: {"file", "old"} | the owner removes the entry holding `old` (it moves to notes.md) |
 | replace | args: {"file", "old", "text"} | the owner replaces that entry with `text` (every check) |
 | note | arg: text | the owner's own note |
-| tiers | args: {"untrusted": bool} | each identity entry and note with its recall count (`tiers`) |
+| tiers | args: {"untrusted", "offset", "limit"} | identity entries and a page of notes with recall counts |
 | withdraw | args: {"items", "archives", "sessions", "reason", "supersedes"} | a withdrawal; its receipt |
 | reinstate | arg: withdrawal id; args: {"reason"} | reinstates it (same scope, superseding it) |
 | controls | | every withdrawal control with its state (in-force, reinstated, superseded, conflicting) |

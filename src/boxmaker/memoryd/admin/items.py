@@ -30,12 +30,14 @@ def _items(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     wanted = {key: request.args.get(key) for key in ("kind", "status", "subject")}
     show_all = request.args.get("all", False)
     limit = request.args.get("limit", 0)
+    skip = request.args.get("offset", 0)
     strings = all(v is None or isinstance(v, str) for v in wanted.values())
-    counted = isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0
+    counted = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (limit, skip))
     if not isinstance(show_all, bool) or not strings or not counted:
         raise InvalidBody(
             "memory_admin",
-            "items takes args all (a boolean), kind, status, subject (strings), limit (0 or more; 0: all)",
+            "items takes args all (a boolean), kind, status, subject (strings), limit (0 or more; 0: all), "
+            "offset (0 or more: the newest to skip)",
         )
     if wanted["kind"] not in (None, *KINDS):
         raise InvalidBody("memory_admin", f"kind is state or knowledge, not {wanted['kind']!r}")
@@ -53,8 +55,9 @@ def _items(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
         if (show_all or not item.erased)
         and all(v is None or getattr(item, k) == v for k, v in wanted.items())
     ]
-    older = max(0, len(shown) - limit) if limit else 0
-    shown = shown[older:]  # the newest `limit`: a home of 100,000 items lists in a blink
+    end = max(0, len(shown) - skip)
+    older = max(0, end - limit) if limit else 0
+    shown = shown[older:end]  # the newest `limit` after `offset`: a home of 100,000 items lists in a blink
     data = [_item_data(item, withdrawn, listing=True) for item in shown]
     if not shown:
         return MemoryAdminReply("(no items)", data)
@@ -198,7 +201,12 @@ def _warm(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 
 
 COMMANDS = (
-    Command("items", _items, args=frozenset({"all", "kind", "status", "subject", "limit"}), takes_arg=False),
+    Command(
+        "items",
+        _items,
+        args=frozenset({"all", "kind", "status", "subject", "limit", "offset"}),
+        takes_arg=False,
+    ),
     Command("item", _item),
     Command("supersede", _supersede, args=frozenset({"old", "new"}), takes_arg=False),
     Command("item-status", _item_status, args=frozenset({"status"})),

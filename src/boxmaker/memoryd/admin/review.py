@@ -15,6 +15,7 @@ from boxmaker.memoryd.memory import Memory
 from boxmaker.memoryd.review import plan, proposals
 from boxmaker.memoryd.review.feedback import describe, of_item, read_feedback, record
 from boxmaker.memoryd.review.tiering import listing_now
+from boxmaker.memoryd.review.tiers import DEFAULT_PAGE, MAX_PAGE
 from boxmaker.memoryd.sentences import Refusal, capture, unavailable
 from boxmaker.memoryd.write.answer import guarded
 from boxmaker.proto.errors import InvalidBody
@@ -22,11 +23,27 @@ from boxmaker.proto.messages import MemoryAdmin, MemoryAdminReply
 
 
 def _tiers(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
-    """M5d section 4.4 and DESIGN 11: the listing the tiering job and the owner read (`tiers`)."""
+    """M5d section 4.4 and DESIGN 11: the listing the tiering job and the owner read (`tiers`), one page
+    of notes at a time (``offset``, ``limit``: 0 for the most one page holds; `tiers.listing`)."""
     untrusted = request.args.get("untrusted", False)
-    if not isinstance(untrusted, bool):
-        raise InvalidBody("memory_admin", 'tiers takes args {"untrusted": true or false}')
-    result = listing_now(memory.store, memory.journal, memory.controls, memory.recaller.recalls, untrusted)
+    offset = request.args.get("offset", 0)
+    limit = request.args.get("limit", DEFAULT_PAGE)
+    counts = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (offset, limit))
+    if not isinstance(untrusted, bool) or not counts:
+        raise InvalidBody(
+            "memory_admin",
+            'tiers takes args {"untrusted": true or false, "offset": 0 or more, '
+            '"limit": 0 or more (0: a full page)}',
+        )
+    result = listing_now(
+        memory.store,
+        memory.journal,
+        memory.controls,
+        memory.recaller.recalls,
+        untrusted,
+        offset=offset,
+        limit=limit or MAX_PAGE,
+    )
     if isinstance(result, Refusal):
         return refused(result)
     return MemoryAdminReply(result.text, result.data)
@@ -94,7 +111,7 @@ def _feedback_of(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
 
 COMMANDS = (
     Command("review", _review, takes_arg=False),
-    Command("tiers", _tiers, args=frozenset({"untrusted"}), takes_arg=False),
+    Command("tiers", _tiers, args=frozenset({"untrusted", "offset", "limit"}), takes_arg=False),
     Command("proposals", _proposals, args=frozenset({"all"}), takes_arg=False),
     Command("proposal-accept", _proposal_decision(True), args=frozenset({"untrusted_ok"})),
     Command("proposal-reject", _proposal_decision(False)),

@@ -13,7 +13,7 @@ from boxmaker.memoryd.admin.command import Command
 from boxmaker.memoryd.admin.edits import withdrawn_rule
 from boxmaker.memoryd.admin.replies import plural
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES, SOUL_LIMIT, STEERING_LIMIT
-from boxmaker.memoryd.files.provenance import unclassed_entries
+from boxmaker.memoryd.files.provenance import identity_lines, unclassed_entries
 from boxmaker.memoryd.files.store import STEERING, FileOverLimit, FileUnreadable
 from boxmaker.memoryd.memory import Memory, block
 from boxmaker.memoryd.sentences import Refusal, unavailable
@@ -181,7 +181,10 @@ def _unclassed(memory: Memory, rows: list[dict[str, Any]]) -> list[dict[str, str
         for spec in IDENTITY_FILES.values()
         if spec.name in readable
     }
-    found = unclassed_entries(memory.journal.entries_newest_first(), current, memory.config.layout.sessions)
+    if not any(current.values()):  # no entry: nothing to name
+        return []
+    lines = identity_lines(memory.journal.edits_dir, current)
+    found = unclassed_entries(lines, current, memory.config.layout.sessions)
     return [
         {"file": u.file, "entry": u.entry, "edit": u.edit, "session": u.session, "class": u.data_class.value}
         for u in found

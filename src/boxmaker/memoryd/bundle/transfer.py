@@ -17,7 +17,6 @@ from pathlib import Path
 from boxmaker.memoryd.bundle import format as bundle
 from boxmaker.memoryd.bundle import signing
 from boxmaker.memoryd.files.journal import Change
-from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import FileUnreadable
 from boxmaker.memoryd.items.projections import Excluded
 from boxmaker.memoryd.sentences import Refusal, unavailable
@@ -95,7 +94,7 @@ def import_bundle(
             events = writer.items.events()
             present = writer.items.items()
             controls = bundle.read_controls(memory_dir)
-            position = len(parse_notes(writer.store.read_notes()))
+            position = len(writer.store.parsed_notes())
         except (OSError, FileUnreadable) as exc:
             return unavailable(str(exc), "nothing was imported")
         plan = bundle.plan_import(loaded, present, controls, trusted)

@@ -146,28 +146,55 @@ def archive_days(memory_dir: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.md") if is_day(p.stem))
 
 
+def shown_now(edits_dir: Path) -> set[str]:
+    """`shown_ids` of the journal's `autodream_lines`, each month's file read again only when it changed
+    (device, inode, size or mtime): a journal of 100,000 notes is not read per request."""
+    shown: set[str] = set()
+    for path in sorted(edits_dir.glob("*.jsonl")):
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            continue
+        identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        known = _SHOWN.get(path)
+        if known is None or known[0] != identity:
+            known = (identity, frozenset(shown_ids(_autodream_lines_of(path))))
+            _SHOWN[path] = known
+        shown |= known[1]
+    return shown
+
+
+#: `shown_now`'s reading of each journal file, with the file's identity then.
+_SHOWN: dict[Path, tuple[tuple[int, int, int, int], frozenset[str]]] = {}
+
+
 def autodream_lines(edits_dir: Path) -> Iterator[dict[str, Any]]:
     """The journal's ``autodream`` lines (what `shown_ids` reads), found without decoding the others:
     only lines holding ``"action":"autodream"`` (as `journal.encode_line` writes it) are decoded, so a
     journal of 100,000 notes is read in a blink."""
     for path in sorted(edits_dir.glob("*.jsonl")):
+        yield from _autodream_lines_of(path)
+
+
+def _autodream_lines_of(path: Path) -> Iterator[dict[str, Any]]:
+    """`autodream_lines` of one journal file (none when it is gone)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    start = data.find(_AUTODREAM)
+    while start >= 0:
+        begin = data.rfind(b"\n", 0, start) + 1
+        end = data.find(b"\n", start)
+        if end < 0:
+            break  # a torn tail is not yet a line
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            continue
-        start = data.find(_AUTODREAM)
-        while start >= 0:
-            begin = data.rfind(b"\n", 0, start) + 1
-            end = data.find(b"\n", start)
-            if end < 0:
-                break  # a torn tail is not yet a line
-            try:
-                entry = json.loads(data[begin:end])
-            except ValueError:
-                entry = None
-            if isinstance(entry, dict):
-                yield entry
-            start = data.find(_AUTODREAM, end)
+            entry = json.loads(data[begin:end])
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict):
+            yield entry
+        start = data.find(_AUTODREAM, end)
 
 
 _AUTODREAM = b'"action":"autodream"'
@@ -202,6 +229,20 @@ def undistilled(items: Mapping[str, Item], excluded: Callable[[Item], bool], sho
     return sorted(found, key=lambda i: (archive_day(i), i.id))
 
 
+def undistilled_days(
+    items: Mapping[str, Item], excluded: Callable[[Item], bool], shown: set[str]
+) -> dict[str, list[str]]:
+    """The ids of `undistilled` by archive day, in no order (review's ``archive`` section counts them
+    per file without sorting every item)."""
+    days: dict[str, list[str]] = {}
+    prefix = f"{ARCHIVE_DIR}/"
+    for i in items.values():
+        ref = i.archive_ref
+        if ref and ref.startswith(prefix) and not i.erased and i.id not in shown and not excluded(i):
+            days.setdefault(ref[len(prefix) :].partition(".md#")[0], []).append(i.id)
+    return days
+
+
 def entry_of(caller: Caller, action: str, day: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "session": caller.session,
@@ -233,7 +274,7 @@ def dream_input(
     """
     memory_dir = writer.store.dir
     with writer.lock:
-        shown = shown_ids(autodream_lines(writer.journal.edits_dir))
+        shown = shown_now(writer.journal.edits_dir)
         days = archive_days(memory_dir)
         day = wanted.date
         if day is not None and day not in days:

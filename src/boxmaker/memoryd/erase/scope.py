@@ -18,7 +18,6 @@ from typing import Any, TypeAlias
 from boxmaker.memoryd.files.checkpoint import Checkpoints
 from boxmaker.memoryd.files.journal import Journal, read_jsonl
 from boxmaker.memoryd.files.names import ERASURES_FILE
-from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import Store
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.items.live import ItemStore
@@ -124,7 +123,7 @@ def covered(holdings: Holdings, scope: Scope) -> Covered | Refusal:
         if item.id in found.items and item.archive_ref:
             found.replacements.add(item.archive_ref)
     try:
-        notes = parse_notes(holdings.store.read_notes())
+        notes = holdings.store.parsed_notes()
     except Exception as exc:  # an unreadable notes.md: its texts cannot be known
         log.error("erasure: notes.md cannot be read: %s", exc)
         notes = []
@@ -206,7 +205,7 @@ def _holds_session(holdings: Holdings, session: str) -> bool:
     if any(i.session == session for i in ItemStore(memory_dir).items().values()):
         return True
     try:
-        if any(n.session == session for n in parse_notes(holdings.store.read_notes())):
+        if any(n.session == session for n in holdings.store.parsed_notes()):
             return True
     except Exception:  # an unreadable notes.md: count it as holding (fail towards erasing)
         return True

@@ -105,13 +105,19 @@ _CANDIDATE = re.compile("^§ ", re.MULTILINE)
 def count(text: str) -> int:
     """``len(parse(text))`` without making the notes (memoryd counts notes.md at start)."""
     found, first = 0, len(text)
+    for start in header_starts(text):
+        found += 1
+        first = min(first, start)
+    return found + (1 if text[:first].strip() else 0)
+
+
+def header_starts(text: str) -> Iterator[int]:
+    """Where each header line of `text` starts, in order (only lines starting ``§ `` are matched)."""
     for candidate in _CANDIDATE.finditer(text):
         start = candidate.start()
         end = text.find("\n", start)
         if HEADER.match(text[start : end if end >= 0 else len(text)]) is not None:
-            found += 1
-            first = min(first, start)
-    return found + (1 if text[:first].strip() else 0)
+            yield start
 
 
 def is_header(line: str) -> bool:
@@ -120,33 +126,41 @@ def is_header(line: str) -> bool:
 
 
 def _split(text: str) -> Iterator[tuple[re.Match[str] | None, str]]:
+    """(header, body) of each entry: the lines that are headers (only a line starting ``§ `` can be one,
+    so only those are matched), each body the stripped text between one header and the next."""
     head: re.Match[str] | None = None
-    lines: list[str] = []
-    for line in text.split("\n"):
-        match = HEADER.match(line)
+    body_start = 0
+    for candidate in _CANDIDATE.finditer(text):
+        start = candidate.start()
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        match = HEADER.match(text[start:end])
         if match is None:
-            lines.append(line)
             continue
-        body = "\n".join(lines).strip()
+        body = text[body_start : max(body_start, start - 1)].strip()
         if head is not None or body:
             yield head, body
-        head, lines = match, []
-    body = "\n".join(lines).strip()
+        head, body_start = match, end + 1
+    body = text[body_start:].strip()
     if head is not None or body:
         yield head, body
 
 
+#: Every label a header can give, made once (`_note`).
+_LABELS = {(c.value, u): Label(c, u) for c in DataClass for u in (False, True)}
+_PRIVATE = _LABELS[(DataClass.PRIVATE.value, False)]
+
+
 def _note(head: re.Match[str] | None, body: str, position: int) -> Note:
-    private = Label(DataClass.PRIVATE, False)
     if head is None:
-        return Note("noted", "", "owner", "", private, body, position)
+        return Note("noted", "", "owner", "", _PRIVATE, body, position)
     fields = [f for f in head.group("rest").split(" · ") if f]
     if head.group("noted"):
-        data_class = DataClass(fields.pop(0)) if fields and fields[0] in _CLASSES else DataClass.PRIVATE
+        data_class = fields.pop(0) if fields and fields[0] in _CLASSES else DataClass.PRIVATE.value
         untrusted = bool(fields) and fields[0] == "untrusted"
         if untrusted:
             fields.pop(0)
-        label = Label(data_class, untrusted)
+        label = _LABELS[(data_class, untrusted)]
         return Note(
             "noted", head.group("ntime"), head.group("nsession"), "", label, body, position, tuple(fields)
         )
@@ -156,7 +170,7 @@ def _note(head: re.Match[str] | None, body: str, position: int) -> Note:
         head.group("time"),
         head.group("session"),
         head.group("file"),
-        private,
+        _PRIVATE,
         body,
         position,
         tuple(fields),

@@ -13,13 +13,15 @@ Nothing here raises: a log that cannot be read leaves its entries unnamed, with 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from boxmaker.proto import fsio
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import Assistant, RecordError, ToolResult, ToolSummary, read_log
@@ -67,6 +69,28 @@ def unclassed_entries(
         if data_class is not None and data_class > DataClass.PRIVATE:
             found += [Unclassed(str(where), t, str(line.get("id", "?")), session, data_class) for t in added]
     return found
+
+
+def identity_lines(edits_dir: Path, names: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The journal's lines (``edits/*.jsonl``, newest first, complete lines with ``id`` and ``where``) that
+    can name one of the files `names` (memory.md, user.md): what `unclassed_entries` reads. Only lines
+    holding one of the names are decoded, so a journal of 100,000 notes is read in a blink; a line that
+    is not JSON is skipped (the journal's own reader logs it)."""
+    wanted = [name.encode("ascii") for name in names]
+    for path in sorted(edits_dir.glob("*.jsonl"), reverse=True):
+        try:
+            lines, _ = fsio.complete_lines(fsio.read_bytes(path))
+        except FileNotFoundError:
+            continue
+        for raw in reversed(lines):
+            if not any(name in raw for name in wanted):
+                continue
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and "id" in value and "where" in value:
+                yield value
 
 
 def session_class(folder: Path, call: str) -> DataClass | None:

@@ -17,6 +17,7 @@ Files the owner edits by hand are read with a leading BOM dropped and CRLF as LF
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from boxmaker.memoryd.files.entries import (
     parse_entries,
     text_length,
 )
-from boxmaker.memoryd.files.notes import HEADER
+from boxmaker.memoryd.files.notes import Note, header_starts
+from boxmaker.memoryd.files.notesview import NotesView
 from boxmaker.proto import fsio
 from boxmaker.proto.errors import BoxmakerError
 
@@ -90,6 +92,7 @@ class Store:
     def __init__(self, memory_dir: Path, soul_starter: Path) -> None:
         self.dir = memory_dir
         self.soul_starter = soul_starter
+        self._notes = NotesView(self.notes_path, self.read_notes)
 
     @property
     def soul_path(self) -> Path:
@@ -164,23 +167,32 @@ class Store:
         Raises:
             OSError: when it cannot be read.
         """
-        found, before = 0, False
+        found, before, carry, first = 0, False, b"", True
         try:
             handle = self.notes_path.open("rb")
         except FileNotFoundError:
             return None
         with handle:
-            for number, raw in enumerate(handle):
-                if b"\r" in raw or (number == 0 and raw.startswith(b"\xef\xbb\xbf")):
+            while True:  # a megabyte of whole lines at a time (a line never splits a UTF-8 character)
+                chunk = handle.read(1 << 20)
+                data = carry + chunk
+                cut = len(data) if not chunk else data.rfind(b"\n") + 1
+                block, carry = data[:cut], data[cut:]
+                if b"\r" in block or (first and block.startswith(b"\xef\xbb\xbf")):
                     return None
+                first = first and not block
                 try:
-                    line = raw.decode("utf-8")
+                    text = block.decode("utf-8")
                 except UnicodeDecodeError:
                     return None
-                if line.startswith("§ ") and HEADER.match(line.removesuffix("\n")) is not None:
+                for start in header_starts(text):
+                    if not found and text[:start].strip():
+                        before = True
                     found += 1
-                elif not found and line.strip():
+                if not found and text.strip():
                     before = True
+                if not chunk:
+                    break
         return found + (1 if before else 0)
 
     def read_identity(self, spec: FileSpec) -> IdentityFile:
@@ -216,6 +228,15 @@ class Store:
         if len(text) > SOUL_LIMIT:
             raise FileOverLimit("soul.md", len(text), SOUL_LIMIT)
         return text
+
+    def parsed_notes(self) -> Sequence[Note]:
+        """notes.md's entries as `notes.parse(read_notes())` gives them, parsed once and followed as the
+        file grows (`notesview.NotesView`); do not modify the result.
+
+        Raises:
+            FileUnreadable: see `read_text`.
+        """
+        return self._notes.notes()
 
     def read_notes(self) -> str:
         """notes.md's text (BOM dropped, CRLF as LF).

@@ -46,7 +46,6 @@ from typing import Any
 from boxmaker.memoryd.dream import inputs
 from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES
-from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.files.store import FileOverLimit, Store
 from boxmaker.memoryd.review.feedback import read_feedback
 from boxmaker.memoryd.review.sections import Inputs, Section, build
@@ -64,29 +63,37 @@ def gather(writer: Writer, controls: Controls) -> Inputs:
     store = writer.store
     folder = store.dir
     exclusion = controls.exclusion()
+    chains = controls.chains()
     identity = {spec.name: store.read_identity(spec).entries for spec in IDENTITY_FILES.values()}
     conventions_path = folder / CONVENTIONS.name
     generated = {names.INDEX_FILE: _read(folder / names.INDEX_FILE)}
     topics = folder / names.TOPICS_DIR
-    if topics.is_dir():
-        for page in sorted(topics.glob("*.md")):
+    if (exclusion or any(c.state != "reinstated" for c in chains)) and topics.is_dir():
+        for page in sorted(topics.glob("*.md")):  # read only when a withdrawn id could show in one
             generated[f"{names.TOPICS_DIR}/{page.name}"] = _read(page)
+    withdrawn = bool(exclusion or exclusion.note_keys)
     return Inputs(
         items=writer.items.items(),
-        excluded=exclusion.item,
-        chains=controls.chains(),
+        excluded=exclusion.item if withdrawn else _nothing,
+        chains=chains,
         identity=identity,
         withdrawn_entries=withdrawn_identity(controls, store, writer.journal, identity),
         soul=_soul(store),
         conventions=_read(conventions_path) if conventions_path.is_file() else None,
-        notes=parse_notes(store.read_notes()),
-        note_excluded=exclusion.note,
+        notes=store.parsed_notes(),
+        note_excluded=exclusion.note if withdrawn else _nothing,
         index_text=generated[names.INDEX_FILE],
         generated=generated,
         events=(),
-        shown=frozenset(inputs.shown_ids(inputs.autodream_lines(writer.journal.edits_dir))),
+        shown=frozenset(inputs.shown_now(writer.journal.edits_dir)),
         feedback=read_feedback(folder),
     )
+
+
+def _nothing(found: object) -> bool:
+    """What is withdrawn when nothing is (no withdrawal in force): nothing."""
+    del found
+    return False
 
 
 def _soul(store: Store) -> str:

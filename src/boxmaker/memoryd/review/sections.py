@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from boxmaker.memoryd.dream.inputs import archive_day, undistilled
+from boxmaker.memoryd.dream.inputs import undistilled_days
 from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import CONVENTIONS, parse_entries
 from boxmaker.memoryd.files.names import ARCHIVE_DIR
@@ -66,6 +66,10 @@ _DATED = re.compile(
 
 
 _WORDS = re.compile(r"[^\w]+")
+#: Every ASCII character `_WORDS` matches, mapped to a space (`normalised`'s fast path).
+_ASCII_NON_WORDS = {c: " " for c in range(128) if _WORDS.fullmatch(chr(c))}
+#: What `_RULE` can match in ASCII text, lowercased: one of these is in it.
+_RULE_WORDS = ("always", "never", "from now on", "every time", "must", "do not ever", "don't ever")
 
 
 @dataclass(slots=True)
@@ -127,11 +131,26 @@ def _short(text: str, limit: int = 80) -> str:
 
 def normalised(text: str) -> str:
     """Text as duplicates are compared: NFKC, case folded, punctuation and spacing collapsed."""
+    if text.isascii():  # the same, faster: NFKC leaves ASCII as it is, and casefold is lower
+        return " ".join(text.lower().translate(_ASCII_NON_WORDS).split())
     return " ".join(_WORDS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split())
 
 
+def reads_like_rule(text: str) -> bool:
+    """True when `text` reads like a standing rule (`_RULE`); ASCII text holding none of its words is
+    passed over without the pattern."""
+    if text.isascii():
+        lower = text.lower()
+        if not any(word in lower for word in _RULE_WORDS):
+            return False
+    return _RULE.search(text) is not None
+
+
 def build(inputs: Inputs) -> list[Section]:
-    """The plan's sections, in order (module docstring). Pure."""
+    """The plan's sections, in order (module docstring). Pure (what it computes of each text is kept
+    for the next plan: `_FACTS`)."""
+    if len(_FACTS) > 2 * len(inputs.items) + 1024:
+        _FACTS.clear()
     visible = [i for i in inputs.items.values() if not i.erased and not inputs.excluded(i)]
     return [
         _misleading(visible, inputs.feedback),
@@ -248,21 +267,48 @@ def _duplicates(visible: Sequence[Item]) -> Section:
     for item in visible:
         if item.status in ("active", "pending-cleanup"):
             groups.setdefault((item.kind, projections.topic_of(item)), []).append(item)
-    for members in groups.values():
-        texts = [normalised(i.text) for i in members]
-        first: dict[str, int] = {}
-        for b, text in enumerate(texts):  # identical: each pairs with the first of its text
-            a = first.setdefault(text, b)
-            if a != b:
+    near = {}
+    for group, members in groups.items():
+        keys = tuple(_facts(i.text) >> 1 for i in members)
+        first: dict[int, int] = {}
+        for b, key in enumerate(keys):  # identical: each pairs with the first of its text
+            a = first.setdefault(key, b)
+            if a != b and normalised(members[a].text) == normalised(members[b].text):  # not a hash clash
                 _duplicate(section, members[a], members[b], "identical")
         if members[0].kind != "knowledge" or len(first) > NEAR_GROUP:
             continue
-        for a, b in _near_pairs(texts, sorted(first.values())):
+        known = _NEAR.get(group)
+        if known is None or known[0] != keys:  # a topic that changed since the last plan is compared again
+            distinct = sorted(first.values())
+            texts = {i: normalised(members[i].text) for i in distinct}
+            known = (keys, _near_pairs(texts, distinct))
+        near[group] = known
+        for a, b in known[1]:
             _duplicate(section, members[a], members[b], "near-identical")
+    _NEAR.clear()
+    _NEAR.update(near)
     return section
 
 
-def _near_pairs(texts: Sequence[str], distinct: Sequence[int]) -> list[tuple[int, int]]:
+def _facts(text: str) -> int:
+    """What the plan needs of a text, computed once per text (`_FACTS`): the hash of its `normalised`
+    form times two, plus one when it `reads_like_rule`."""
+    found = _FACTS.get(text)
+    if found is None:
+        found = hash(normalised(text)) * 2 + reads_like_rule(text)
+        _FACTS[text] = found
+    return found
+
+
+#: `_facts` by text, kept between plans (a plan over 100,000 items then computes only the texts it has
+#: not seen; `build` empties it when it holds far more texts than the store).
+_FACTS: dict[str, int] = {}
+#: The near-identical pairs of each (kind, topic) group as last compared, with the group's `_facts`
+#: hashes then: the same hashes, the same pairs.
+_NEAR: dict[tuple[str, str], tuple[tuple[int, ...], list[tuple[int, int]]]] = {}
+
+
+def _near_pairs(texts: Mapping[int, str], distinct: Sequence[int]) -> list[tuple[int, int]]:
     """The pairs (a, b), a before b in `distinct`, whose texts are near-identical (ratio >= `NEAR`), in
     that order. Two texts whose lengths differ too much cannot reach `NEAR` (the ratio is at most
     2 * shorter / (both lengths)), so only texts of close lengths are compared: near-linear in a large
@@ -286,7 +332,8 @@ def _near_pairs(texts: Sequence[str], distinct: Sequence[int]) -> list[tuple[int
 
 def _duplicate(section: Section, one: Item, two: Item, how: str) -> None:
     section.rows.append({"ids": [one.id, two.id], "kind": one.kind, "match": how})
-    section.lines.append(f"{one.id} and {two.id} ({one.kind}, {how}) · {_short(one.text, 60)}")
+    if len(section.lines) < SHOWN:  # the text shows the first `SHOWN`
+        section.lines.append(f"{one.id} and {two.id} ({one.kind}, {how}) · {_short(one.text, 60)}")
 
 
 def _conflicts(visible: Sequence[Item]) -> Section:
@@ -330,12 +377,13 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
             item.kind == "knowledge"
             and item.status == "active"
             and item.merged_into is None  # a merged member is history: its consolidated item is proposed
-            and _RULE.search(item.text)
+            and _facts(item.text) & 1
         ):
             section.rows.append(_item_row(item, reads_like="standing rule", candidate="proposal"))
-            section.lines.append(
-                f"{item.id} · reads like a standing rule: candidate for a proposal · {_short(item.text)}"
-            )
+            if len(section.lines) < SHOWN:  # the text shows the first `SHOWN`
+                section.lines.append(
+                    f"{item.id} · reads like a standing rule: candidate for a proposal · {_short(item.text)}"
+                )
     files = [("soul.md", [line for line in inputs.soul.splitlines() if line.strip()])]
     if inputs.conventions is not None:
         files.append((CONVENTIONS.name, parse_entries(inputs.conventions)))
@@ -386,11 +434,9 @@ def _archive(inputs: Inputs) -> Section:
         "bxctl memory note; withdrawn items are not counted",
         see="bxctl memory items (their Source names the archive file)",
     )
-    files: dict[str, list[str]] = {}
-    for item in undistilled(inputs.items, inputs.excluded, set(inputs.shown)):
-        files.setdefault(f"{ARCHIVE_DIR}/{archive_day(item)}.md", []).append(item.id)
-    for file, ids in sorted(files.items()):
-        section.rows.append({"file": file, "items": ids[:ROW_IDS], "items_count": len(ids)})
+    for day, ids in sorted(undistilled_days(inputs.items, inputs.excluded, set(inputs.shown)).items()):
+        file = f"{ARCHIVE_DIR}/{day}.md"
+        section.rows.append({"file": file, "items": sorted(ids)[:ROW_IDS], "items_count": len(ids)})
         section.lines.append(f"{file} · {len(ids):,} item{'' if len(ids) == 1 else 's'} not distilled")
     return section
 

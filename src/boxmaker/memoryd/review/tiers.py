@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from boxmaker.memoryd.files.notes import Note
+from boxmaker.memoryd.sentences.review import more_notes
 from boxmaker.proto.escape import escape, escape_line
 from boxmaker.proto.labels import DataClass, Label
 
@@ -108,44 +109,85 @@ class Listing:
     data: dict[str, Any]
 
 
+#: Notes a page holds when the caller names no limit (`listing`).
+DEFAULT_PAGE = 200
+#: The most notes one page holds, whatever the limit asked.
+MAX_PAGE = 5_000
+#: The most bytes a page's notes take in the reply frame (their text twice, once in ``text`` and once in
+#: ``data``, JSON-escaped at worst), so a reply fits `proto.frame.MAX_FRAME` (4 MiB) whatever the notes
+#: hold, with room for the identity entries (at most 3,575 characters) and the envelope.
+PAGE_BYTES = 3 * 1024 * 1024
+
+
 def listing(
-    files: Sequence[tuple[str, Sequence[str]]], notes: Sequence[Note], tallied: Tally, *, untrusted: bool
+    files: Sequence[tuple[str, Sequence[str]]],
+    notes: Sequence[Note],
+    tallied: Tally,
+    *,
+    untrusted: bool,
+    offset: int = 0,
+    limit: int = DEFAULT_PAGE,
 ) -> Listing:
-    """Every identity entry and every note, with counts (see the module docstring).
+    """Every identity entry and one page of notes, with counts (see the module docstring).
 
     Args:
         files: (file name, entries) of memory.md and user.md, in that order.
-        notes: notes.md's entries (`notes.parse`).
+        notes: notes.md's entries (`notes.parse`), withdrawn ones already left out.
         tallied: the recall log's counts (`tally`).
         untrusted: True to include the text of untrusted notes (the listing is then untrusted).
+        offset: how many notes of the whole order (most found first, then newest) to skip.
+        limit: the most notes to show (1 or more; at most `MAX_PAGE`); the page also ends before its
+            notes would take more than `PAGE_BYTES` of the frame (always at least one note).
 
     Returns:
         ``data`` is ``{"label": {"class", "untrusted"}, "entries": [{"file", "key", "count",
         "last_found", "text"}], "notes": [{"file", "key", "kind", "time", "session", "origin",
-        "label", "untrusted", "count", "last_found", "text"}], "damaged_lines": int}``; a withheld
-        note's ``text`` is null; ``last_found`` is null when never found. Entries keep file order
-        (most found first); notes go most found first, then newest.
+        "label", "untrusted", "count", "last_found", "text"}], "damaged_lines": int, "offset": int,
+        "notes_total": int, "next_offset": int or null}``; a withheld note's ``text`` is null;
+        ``last_found`` is null when never found; ``next_offset`` is the offset of the next page, null
+        on the last. Entries keep file order (most found first) and come on every page; notes go most
+        found first, then newest. The label is the strictest of what this page shows. The text of a
+        page that does not end the listing ends with `more_notes`.
     """
     label = Label(DataClass.PRIVATE, False)
     entries = [_entry(name, text, tallied) for name, texts in files for text in texts]
     entries.sort(key=lambda e: -int(e["count"]))
+    found = tallied.found
+    none = Found()
+    keys = [(found.get(note.key, none).count, note.time, note.position) for note in notes]
+    order = sorted(range(len(notes)), key=keys.__getitem__, reverse=True)
+    start = min(max(offset, 0), len(order))
     rows: list[dict[str, Any]] = []
-    for note in sorted(notes, key=lambda n: _note_order(n, tallied), reverse=True):
+    chunks: list[str] = []
+    spent = 0
+    for at in order[start : start + max(1, min(limit, MAX_PAGE))]:
+        note = notes[at]
         shown = untrusted or not note.label.untrusted
+        row = _note(note, tallied, shown)
+        chunk = _note_text(row)
+        size = 2 * len(chunk.encode("utf-8", "surrogatepass")) + len(json.dumps(row))
+        if rows and spent + size > PAGE_BYTES:
+            break
+        spent += size
         if shown:
             label = label.stricter(note.label)
-        rows.append(_note(note, tallied, shown))
+        rows.append(row)
+        chunks.append(chunk)
+    after = start + len(rows)
+    more = len(order) - after
     data = {
         "label": {"class": label.data_class.value, "untrusted": label.untrusted},
         "entries": entries,
         "notes": rows,
         "damaged_lines": tallied.damaged,
+        "offset": start,
+        "notes_total": len(order),
+        "next_offset": after if more else None,
     }
-    return Listing(_text(files, entries, rows, label, tallied.damaged), data)
-
-
-def _note_order(note: Note, tallied: Tally) -> tuple[int, str, int]:
-    return tallied.found.get(note.key, Found()).count, note.time, note.position
+    text = _text(files, entries=entries, chunks=chunks, label=label, damaged=tallied.damaged, offset=start)
+    if more:
+        text += "\n" + more_notes(more, after)
+    return Listing(text, data)
 
 
 def _entry(file: str, text: str, tallied: Tally) -> dict[str, Any]:
@@ -190,12 +232,20 @@ def _note_header(row: dict[str, Any]) -> str:
     return escape_line(f"[{row['key']}] {_hits(row)} · {head}")
 
 
+def _note_text(row: dict[str, Any]) -> str:
+    if row["text"] is None:
+        return f"{_note_header(row)} · text withheld (untrusted)"
+    return f"{_note_header(row)}\n{_body(row['text'])}"
+
+
 def _text(
     files: Sequence[tuple[str, Sequence[str]]],
+    *,
     entries: list[dict[str, Any]],
-    rows: list[dict[str, Any]],
+    chunks: list[str],
     label: Label,
     damaged: int,
+    offset: int,
 ) -> str:
     strictest = label.data_class.value + (" · untrusted" if label.untrusted else "")
     lines = [
@@ -208,12 +258,8 @@ def _text(
         lines.append(f"# {name}")
         mine = [e for e in entries if e["file"] == name]
         lines += [f"[{e['key']}] {_hits(e)}\n{_body(e['text'])}" for e in mine] or ["(empty)"]
-    lines.append("# notes.md")
-    for row in rows:
-        if row["text"] is None:
-            lines.append(f"{_note_header(row)} · text withheld (untrusted)")
-        else:
-            lines.append(f"{_note_header(row)}\n{_body(row['text'])}")
-    if not rows:
+    lines.append(f"# notes.md (from {offset + 1:,})" if offset else "# notes.md")
+    lines += chunks
+    if not chunks:
         lines.append("(empty)")
     return "\n".join(lines)

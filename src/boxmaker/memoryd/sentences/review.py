@@ -87,3 +87,11 @@ def reconciled(subject: str, keep: str, others: list[str]) -> str:
 RECONCILE_DENIED = Refusal(
     Code.DENIED, "only the owner reconciles a conflict (bxctl memory reconcile); nothing was changed"
 )
+
+
+def more_notes(count: int, offset: int) -> str:
+    """The last line of a tiers page that does not end the listing (`review.tiers.listing`)."""
+    return (
+        f"(notes not shown: {count:,}, found less often or older; offset {offset:,} shows the next page; "
+        "bxctl memory tiers --limit 0 lists every one)"
+    )

@@ -5,12 +5,13 @@ session (``"untrusted": true`` asks for their text).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from boxmaker.memoryd.memory import Memory
 from boxmaker.memoryd.review.tiering import listing_now
+from boxmaker.memoryd.review.tiers import DEFAULT_PAGE, MAX_PAGE
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.tool.action import Action
 from boxmaker.memoryd.tool.call import Call, refuse
@@ -20,10 +21,13 @@ from boxmaker.proto.messages import ToolResponse
 
 
 class TiersArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``{"action": "tiers", "untrusted": bool = false}``: the tiering listing (M5d 4.4; DESIGN 11)."""
+    """``{"action": "tiers", "untrusted": bool = false, "offset": int = 0, "limit": int = 200}``: the
+    tiering listing, one page of notes (M5d 4.4; DESIGN 11; `tiers.listing`; limit 0: a full page)."""
 
     action: str
     untrusted: bool = False
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    limit: Annotated[int, msgspec.Meta(ge=0)] = DEFAULT_PAGE
 
 
 def parse_tiers(arguments: dict[str, Any]) -> TiersArgs | Refusal:
@@ -38,7 +42,13 @@ def _parse(call: Call) -> TiersArgs | Refusal:
 
 def _apply(memory: Memory, call: Call, args: TiersArgs) -> ToolResponse:
     result = listing_now(
-        memory.store, memory.journal, memory.controls, memory.recaller.recalls, args.untrusted
+        memory.store,
+        memory.journal,
+        memory.controls,
+        memory.recaller.recalls,
+        args.untrusted,
+        offset=args.offset,
+        limit=args.limit or MAX_PAGE,
     )
     if isinstance(result, Refusal):
         return refuse(call, result)
