@@ -22,23 +22,23 @@ identity and the offset through which the pages show it, and the controls' size 
 touch are rendered: a crash between a commit and its pages (kill -9) leaves pages equal to a full render
 after the restart. A missing or unusable mark, or controls changed since, renders every page. The mark
 holds numbers only and is written without fsync: a mark that did not reach the disk is older, which only
-renders more.
+renders more. The files side (a page written only when its bytes change, a large page streamed, the
+mark) is `pagefiles`.
 """
 
 from __future__ import annotations
 
 import bisect
-import json
 import logging
-import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from boxmaker.memoryd.files.names import INDEX_FILE, PAGES_MARK, TOPICS_DIR
+from boxmaker.memoryd.files.names import INDEX_FILE, TOPICS_DIR
+from boxmaker.memoryd.items import pagefiles
 from boxmaker.memoryd.items.live import Change, ItemStore
 from boxmaker.memoryd.items.projections import (
     FALLBACK_TOPIC,
@@ -70,9 +70,6 @@ DEBOUNCE = 0.5
 #: After writing large pages for S seconds the background writer waits at least this many times S,
 #: so it takes a small share of the CPU while notes stream in.
 BACKGROUND_SHARE = 4
-#: The background writer pauses this long (seconds) after each 64 KB of a large page, so the GIL goes
-#: to the threads answering requests (without it a note waited behind the render: p99 over 100 ms).
-PACE = 0.001
 #: How many of the newest hot items are kept at hand for index.md's recent activity.
 KEPT_RECENT = 4 * RECENT
 
@@ -179,7 +176,7 @@ class Pages:
         """
         for leftover in (self.memory_dir / TOPICS_DIR).glob(".*.tmp-*"):  # a write a crash interrupted
             leftover.unlink(missing_ok=True)
-        mark = self._read_mark()
+        mark = pagefiles.read_mark(self.memory_dir, self.items.path, self.controls)
         self.items.refold(upto=mark)
         with self._mutex:
             self._rebuild(everything=mark is None)
@@ -437,13 +434,7 @@ class Pages:
                 self._index = ""
 
     def _put(self, path: Path, text: str) -> None:
-        data = text.encode("utf-8")
-        try:
-            same = path.stat().st_size == len(data) and path.read_bytes() == data
-        except FileNotFoundError:
-            same = False
-        if not same:
-            fsio.atomic_write(path, data)
+        if pagefiles.put(path, text):
             self.written += 1
 
     def _done(self) -> None:
@@ -454,30 +445,8 @@ class Pages:
             if self._writing or self._dirty or self._deferred:
                 return
             offset, identity = self.items.position()
-            controls = _stat(self.controls)
-        mark = {"items": [*identity[:2], offset] if identity else None, "controls": controls}
-        path = self.memory_dir / PAGES_MARK
-        temporary = path.with_name(f"{path.name}.tmp")
-        try:
-            temporary.write_bytes(json.dumps(mark).encode("ascii"))
-            os.replace(temporary, path)
-        except OSError as exc:
-            log.warning("cannot write %s: %s", path, exc)
-
-    def _read_mark(self) -> int | None:
-        """The offset the pages show the log through, when the mark fits the files as they are."""
-        try:
-            mark = json.loads((self.memory_dir / PAGES_MARK).read_bytes())
-            dev, ino, offset = mark["items"]
-            info = self.items.path.stat()
-            controls = mark["controls"]
-        except (OSError, ValueError, TypeError, KeyError):
-            return None
-        if (info.st_dev, info.st_ino) != (dev, ino) or not 0 <= offset <= info.st_size:
-            return None
-        if (list(controls) if controls is not None else None) != _stat(self.controls):
-            return None
-        return int(offset)
+            controls = pagefiles.stat(self.controls)
+        pagefiles.write_mark(self.memory_dir, offset, identity, controls)
 
     def settle(self) -> None:
         """Write what the background writer holds now, and wait until no page write is under way
@@ -516,7 +485,7 @@ class Pages:
                     else:
                         found, hidden = parts()
                         chunks = topic_chunks(name, found, hidden)
-                        fsio.atomic_write_chunks(path, _batched(chunks))
+                        fsio.atomic_write_chunks(path, pagefiles.batched(chunks))
                     self.written += 1
                 except OSError as exc:
                     log.error("cannot write %s: %s", path, exc)
@@ -524,26 +493,3 @@ class Pages:
                         self._deferred.add(name)
         finally:
             self._done()
-
-
-def _batched(lines: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
-    """Lines joined into pieces of about `size` characters, encoded."""
-    batch: list[str] = []
-    held = 0
-    for line in lines:
-        batch.append(line)
-        held += len(line)
-        if held >= size:
-            yield "".join(batch).encode("utf-8")
-            batch, held = [], 0
-            time.sleep(PACE)  # let a request's thread run: a large page is background work
-    if batch:
-        yield "".join(batch).encode("utf-8")
-
-
-def _stat(path: Path) -> list[int] | None:
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    return [info.st_size, info.st_mtime_ns]
