@@ -107,6 +107,29 @@ def test_a_chain_over_notes_an_add_a_supersede_and_an_erasure_verifies(service: 
     assert "memory.md" in after.data["checked_by_replay"]
 
 
+def test_an_erased_entry_another_session_dropped_into_notes_keeps_the_replay_and_the_head(
+    service: Memoryd,
+) -> None:
+    """An identity entry the erased session wrote and the owner later removed: the dropped note in
+    notes.md (the owner's, so not erased whole) keeps its blank line, so notes.md stays what the
+    journal's replay gives and the head recorded before still verifies, and the next note is apart."""
+    memory = service.config.layout.memory
+    writer = service.memory.writer
+    assert writer.memory(Caller("chat-gone", "c1", LABEL), Add(file="memory", text=SECRET)).edit
+    removed = owner(service, "remove", file="memory", old=SECRET)
+    assert removed.data["code"] == "ok", removed.text
+    before = verify(service)
+    assert before.data["intact"], before.text
+    erase_gone(service)
+
+    after = verify(service, before.data["head"])
+    assert after.data["intact"], after.text
+    assert "HERON" not in (memory / "notes.md").read_text()
+    assert (memory / "notes.md").read_text().endswith("]\n\n")
+    assert owner(service, "note", "The kettle is blue.").data["code"] == "noted"
+    assert verify(service).data["intact"]
+
+
 def _change_line(memory: Path) -> str:
     data = (memory / JOURNAL).read_text()
     (memory / JOURNAL).write_text(data.replace("Deploys go out on Tuesdays.", "Deploys go out on Fridays."))
