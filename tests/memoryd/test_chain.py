@@ -293,6 +293,32 @@ def test_the_start_up_check_follows_the_chain_and_names_a_break(home: Path, cloc
         broken.close()
 
 
+def test_a_line_that_is_not_a_journal_line_breaks_the_chain_at_start(home: Path, clock: Clock) -> None:
+    """A line inserted into the journal that is not a journal line: the start-up check's chain line
+    (the log, ``bxctl status``) says BROKEN naming it, as `verify` does, never "intact"."""
+    service = Memoryd(load(None, str(home)), now=clock.now)
+    service.open()
+    build(service)
+    service.close()
+    memory = home / "memory"
+    kept = (memory / JOURNAL).read_text().splitlines(keepends=True)
+    (memory / JOURNAL).write_text("".join([*kept[:2], "{not a journal line\n", *kept[2:]]))
+
+    damaged = Memoryd(load(None, str(home)), now=clock.now)
+    damaged.open()
+    try:
+        checked = damaged.memory.checkpoints.chain
+        assert checked is not None
+        assert "is not a journal line" in checked.problem
+        status = owner(damaged, "status")
+        assert status.data["chain"]["ok"] is False
+        assert "journal chain BROKEN" in status.text
+        assert "intact" not in status.data["chain"]["text"]
+        assert verify(damaged).data["intact"] is False
+    finally:
+        damaged.close()
+
+
 def test_a_checkpoint_taken_before_the_chain_existed(home: Path, clock: Clock) -> None:
     """An upgraded home: its checkpoint has no chain value, so the first line since is not linked to
     one; the lines after it still are."""
