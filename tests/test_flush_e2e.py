@@ -25,7 +25,7 @@ from boxmaker.proto.records import EpochEnd, Flush, User, read_log
 from boxmaker.proto.settings import packaged_starter
 from conftest import bxctl_down
 from conftest import bxctl_ok as bxctl
-from fakes.llama_server import FakeLlamaServer, FakeReply, default_reply, text_of
+from fakes.llama_server import FakeLlamaServer, FakeReply, default_reply, text_of, tool_using_reply
 
 FLUSH = packaged_starter("flush.md").read_text(encoding="utf-8").strip()
 _NOTE = re.compile(r"Note for later: (?P<fact>[^.]+\.)")
@@ -168,3 +168,16 @@ def test_a_tainted_sessions_flush_leaves_identity_unchanged(box: tuple[Path, Fak
     assert "untrusted" in header
     baseline = json.loads((home / "sessions" / "chat-web" / "1.baseline.json").read_text())["system"]
     assert fact not in baseline
+
+
+def test_the_demo_fakes_tool_mode_saves_notes_for_later_only_on_the_flush_turn() -> None:
+    """README: with ``--tools`` the fake model saves "note for later: X" on the memory flush's turn, so
+    a newcomer without a model can see the flush save something (and nothing on an ordinary turn)."""
+    said = {"role": "user", "content": "Note for later: the heron nests by the old mill."}
+    assert tool_using_reply({"messages": [said]}).tool_calls == []
+    flush = {"messages": [said, {"role": "assistant", "content": "ok"}, {"role": "user", "content": FLUSH}]}
+    assert tool_using_reply(flush).tool_calls == [
+        ("memory", {"action": "add", "file": "memory", "text": "The heron nests by the old mill."})
+    ]
+    nothing = {"messages": [{"role": "user", "content": FLUSH}]}
+    assert tool_using_reply(nothing).content == "Nothing to save."

@@ -49,6 +49,8 @@ from typing import Any
 
 import httpx
 
+from boxmaker.proto.settings import packaged_starter
+
 TOKEN = re.compile(r"\w+|[^\w\s]")
 MODEL = "fake-model-q4_k_m.gguf"
 
@@ -144,21 +146,35 @@ def default_reply(body: dict[str, Any]) -> FakeReply:
 
 
 _REMEMBER = re.compile(r"\bremember(?:\s+that)?[,:]?\s+(?P<fact>.+)", re.I | re.S)
+_LATER = re.compile(r"\bnote for later[,:]?\s+(?P<fact>[^\n]+)", re.I)
 _FETCH = re.compile(r"^(?:please\s+)?fetch\s+(?P<url>https?://\S+)", re.I)
 _READ = re.compile(r"^(?:please\s+)?read\s+(?:the\s+file\s+)?(?P<path>/\S+)", re.I)
 
 
+def _flush_text() -> str:
+    """loopd's memory flush prompt (the packaged ``flush.md``)."""
+    return packaged_starter("flush.md").read_text(encoding="utf-8").strip()
+
+
 def tool_using_reply(body: dict[str, Any]) -> FakeReply:
-    """A default that uses the memory tools the way a tool-capable model would, for demos and manual
-    checks without one (``--tools``): "remember (that) X" adds X to user.md; "fetch URL" and "read
-    /PATH" call `http_fetch` and `read_file` through `call_tool` (so the grants, approvals and untrusted
-    sessions can be tried); a question is looked up with `recall`; after a tool result, the reply quotes
-    it; anything else gets ``ok: <text>``."""
+    """A default that uses the memory tools the way a tool-capable model would, for demos and manual checks
+    without one (``--tools``): "remember (that) X" adds X to user.md; "note for later: X" is saved to
+    memory.md only by the memory flush before compaction (loopd's ``flush.md`` turn, which saves every
+    such note of the conversation); "fetch URL" and "read /PATH" call `http_fetch` and `read_file` through
+    `call_tool` (so the grants, approvals and untrusted sessions can be tried); a question is looked up
+    with `recall`; after a tool result, the reply quotes it; anything else gets ``ok: <text>``."""
     messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
         return FakeReply(content="From the tool: " + text_of(last.get("content"))[:400])
     text = text_of(last.get("content")).strip()
+    if last.get("role") == "user" and text == _flush_text():
+        said = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+        facts = [found.group("fact").strip().rstrip(".!") + "." for t in said if (found := _LATER.search(t))]
+        if not facts:
+            return FakeReply(content="Nothing to save.")
+        calls = [("memory", {"action": "add", "file": "memory", "text": f[0].upper() + f[1:]}) for f in facts]
+        return FakeReply(tool_calls=calls)
     remember = _REMEMBER.search(text)
     if remember:
         fact = remember.group("fact").strip().rstrip(".!") + "."
@@ -700,6 +716,7 @@ def main(argv: list[str] | None = None) -> int:
         "--tools",
         action="store_true",
         help="use the memory tools like a tool-capable model: 'remember that X' adds X to user.md, "
+        "'note for later: X' is saved to memory.md by the memory flush before compaction, "
         "a question is looked up with recall",
     )
     args = parser.parse_args(argv)

@@ -257,6 +257,30 @@ def test_a_declared_taint_is_kept_by_the_process_and_by_memoryd(shared: Path) ->
     assert reply.session_label.untrusted
 
 
+def test_a_taint_declared_in_another_form_still_raises_the_label(shared: Path) -> None:
+    """A model that writes the taint argument or the _meta flag a little off (``true``, another case,
+    a string for the flag) has still declared taint: it never passes as undeclared (fail closed)."""
+    add = {"action": "add", "file": "memory", "text": "Declared off-form."}
+    forms: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
+        ({**add, "taint": True}, None),
+        ({**add, "taint": "Untrusted"}, None),
+        (add, {"boxmaker/session-untrusted": "true"}),
+    ]
+
+    async def one(arguments: dict[str, Any], flag: dict[str, Any] | None) -> CallToolResult:
+        async with client(shared, "hooked") as c:
+            return await c.call_tool("memory", arguments, meta=flag)
+
+    async def go() -> list[CallToolResult]:
+        return list(await asyncio.gather(*(one(a, m) for a, m in forms)))
+
+    before = memory_md(shared)
+    for result in run(go()):
+        assert meta(result)["boxmaker/session"]["untrusted"] is True, text(result)
+        assert meta(result)["boxmaker/result"]["code"] != "ok", text(result)
+    assert memory_md(shared) == before
+
+
 def raw_note(home: Path, name: str, session: str, note: str) -> ToolResponse:
     """One ``mcp_call`` straight on memoryd's MCP socket, declaring no taint."""
     request = ToolRequest(session, "raw-1", "memory", {"action": "note", "text": note})

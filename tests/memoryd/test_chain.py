@@ -107,6 +107,29 @@ def test_a_chain_over_notes_an_add_a_supersede_and_an_erasure_verifies(service: 
     assert "memory.md" in after.data["checked_by_replay"]
 
 
+def test_an_erased_entry_another_session_dropped_into_notes_keeps_the_replay_and_the_head(
+    service: Memoryd,
+) -> None:
+    """An identity entry the erased session wrote and the owner later removed: the dropped note in
+    notes.md (the owner's, so not erased whole) keeps its blank line, so notes.md stays what the
+    journal's replay gives and the head recorded before still verifies, and the next note is apart."""
+    memory = service.config.layout.memory
+    writer = service.memory.writer
+    assert writer.memory(Caller("chat-gone", "c1", LABEL), Add(file="memory", text=SECRET)).edit
+    removed = owner(service, "remove", file="memory", old=SECRET)
+    assert removed.data["code"] == "ok", removed.text
+    before = verify(service)
+    assert before.data["intact"], before.text
+    erase_gone(service)
+
+    after = verify(service, before.data["head"])
+    assert after.data["intact"], after.text
+    assert "HERON" not in (memory / "notes.md").read_text()
+    assert (memory / "notes.md").read_text().endswith("]\n\n")
+    assert owner(service, "note", "The kettle is blue.").data["code"] == "noted"
+    assert verify(service).data["intact"]
+
+
 def _change_line(memory: Path) -> str:
     data = (memory / JOURNAL).read_text()
     (memory / JOURNAL).write_text(data.replace("Deploys go out on Tuesdays.", "Deploys go out on Fridays."))
@@ -268,6 +291,32 @@ def test_the_start_up_check_follows_the_chain_and_names_a_break(home: Path, cloc
         assert "DAMAGED" in status.text
     finally:
         broken.close()
+
+
+def test_a_line_that_is_not_a_journal_line_breaks_the_chain_at_start(home: Path, clock: Clock) -> None:
+    """A line inserted into the journal that is not a journal line: the start-up check's chain line
+    (the log, ``bxctl status``) says BROKEN naming it, as `verify` does, never "intact"."""
+    service = Memoryd(load(None, str(home)), now=clock.now)
+    service.open()
+    build(service)
+    service.close()
+    memory = home / "memory"
+    kept = (memory / JOURNAL).read_text().splitlines(keepends=True)
+    (memory / JOURNAL).write_text("".join([*kept[:2], "{not a journal line\n", *kept[2:]]))
+
+    damaged = Memoryd(load(None, str(home)), now=clock.now)
+    damaged.open()
+    try:
+        checked = damaged.memory.checkpoints.chain
+        assert checked is not None
+        assert "is not a journal line" in checked.problem
+        status = owner(damaged, "status")
+        assert status.data["chain"]["ok"] is False
+        assert "journal chain BROKEN" in status.text
+        assert "intact" not in status.data["chain"]["text"]
+        assert verify(damaged).data["intact"] is False
+    finally:
+        damaged.close()
 
 
 def test_a_checkpoint_taken_before_the_chain_existed(home: Path, clock: Clock) -> None:

@@ -261,6 +261,21 @@ def test_erased_and_withdrawn_text_does_not_come_back(home: Path, service: Memor
         )
     assert files(home) == before
 
+    # two erased entries leave the same marker in a later edit's before and after: still erased
+    for text in ("Papa is the first code.", "Quebec is the second code."):
+        assert service.memory.writer.memory(gone, Add(file="memory", text=text)).edit
+    second = edit(service, "remove", file="memory", old="Papa is the first code.")
+    planned = run.plan(service.memory.holdings, {"sessions": ["chat-gone"], "texts": [], "reserve": True})
+    assert isinstance(planned, dict)
+    args = {"sessions": ["chat-gone"], "texts": [], "authority": "ticket-8"}
+    assert isinstance(
+        run.execute(service.memory.holdings, {**args, "erasure_id": planned["erasure_id"]}), dict
+    )
+    before = files(home)
+    reply = admin(service, "revert", second)
+    assert reply.data["code"] == "refused:erased", reply.text
+    assert files(home) == before
+
     add(service, "Oscar moved to rack 9.")
     dropped = edit(service, "remove", file="memory", old="Oscar moved to rack 9.")
     withdraw(service, capture(service, "Oscar moved to rack 9."))

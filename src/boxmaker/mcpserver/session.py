@@ -2,7 +2,8 @@
 
 stdio MCP starts one server process per client session, so the session lives as long as the process.
 The taint bit only rises: an optional ``taint: "untrusted"`` argument or a request ``_meta`` flag
-``boxmaker/session-untrusted: true`` raises it (any other value is ignored: nothing the client or the
+``boxmaker/session-untrusted: true`` raises it (so does any other value of either but null, and
+``false`` for the flag: a declaration written a little off still counts; nothing the client or the
 model sends can lower it), and so does an answer of memoryd saying the session is untrusted. It is sent
 on every call; memoryd keeps its own record of the session's label, which never gets laxer either.
 """
@@ -50,11 +51,15 @@ class Session:
 
     def declared(self, arguments: dict[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:
         """Take the client's declarations out of a call: raises the bit on ``taint: "untrusted"`` or
-        the ``_meta`` flag, and returns the arguments without ``taint`` (memoryd's tools do not take it)."""
+        the ``_meta`` flag, and returns the arguments without ``taint`` (memoryd's tools do not take it).
+
+        Fail closed: any ``taint`` value but null (``true``, ``"Untrusted"``, ``"clean"``) and any flag
+        value but ``false`` or null (``"true"``, ``1``) count as a declaration too, so a model that writes
+        it a little off is never taken for a session that declared nothing."""
         rest = dict(arguments)
         taint = rest.pop("taint", None)
-        flagged = meta is not None and meta.get(TAINT_META_KEY) is True
-        self.raise_taint(taint == TAINT_VALUE or flagged)
+        flag = None if meta is None else meta.get(TAINT_META_KEY)
+        self.raise_taint(taint is not None or flag not in (None, False))
         return rest
 
     def next_call_id(self) -> str:

@@ -231,11 +231,15 @@ class Rules:
         if head is not None and core:
             note = parse_notes(f"{head}\n{core}\n")[0]
             whole = note.session in self.scope.sessions or item_id_of(note) in self.items
+        if not core:
+            return body
         if whole and core != self.scrubber.mark:
             self.scrubber.count += 1
-            start = joined.index(core)
-            return (joined[:start] + self.scrubber.mark + joined[start + len(core) :]).split("\n")
-        return self.scrubber.text(joined).split("\n") if core else body
+            scrubbed = self.scrubber.mark
+        else:  # the body's text only: the blank lines around it stay, as the journal's replay writes them
+            scrubbed = self.scrubber.text(core)
+        start = joined.index(core)
+        return (joined[:start] + scrubbed + joined[start + len(core) :]).split("\n")
 
     def _identity(self, data: bytes) -> bytes:
         raw = data.decode("utf-8", errors="surrogateescape")

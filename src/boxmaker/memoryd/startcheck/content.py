@@ -90,8 +90,11 @@ class State:
 
     @property
     def checked(self) -> chain.Checked:
-        """What the chain check did (for the log and ``bxctl status``)."""
+        """What the chain check did (for the log and ``bxctl status``); a line that is not a journal
+        line breaks the chain as much as a changed one does (`verify` says so too)."""
         problem = self.broken[1] if self.broken else ""
+        if self.bad_lines and not problem:
+            problem = damage.not_a_journal_line(*self.bad_lines[0])
         return chain.Checked(self.walk.lines, self.checkpoint is not None, self.walk.head, problem)
 
     def take(self, line: dict[str, Any]) -> None:

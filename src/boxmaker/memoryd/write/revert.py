@@ -28,6 +28,7 @@ file holds exactly what it left. `revert` takes back any edit whose *entries* ar
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -104,6 +105,10 @@ def check(
     erasure = erased_in(moved.removed)
     if erasure is None:
         erasure = erased_in(e for e in moved.added if prepare(e) not in now)
+    if erasure is None:  # erased entries share one marker, so a set difference may not see them go
+        erasure = erased_in(
+            ((Counter(before) - Counter(after)) + (Counter(after) - Counter(before))).elements()
+        )
     if erasure is not None:
         return said.erased(edit, erasure)
     outcome = plan(before, after, current)
