@@ -15,7 +15,7 @@ withdrawn sessions, records and notes, which are skipped; a reinstatement rebuil
 Rows are only ever appended: session logs and notes.md are append-only. When notes.md was changed
 other than by appending, or a log shrank, the caller rebuilds the index from nothing (`Index.rebuild`).
 
-Schema (an ordered list of named migrations, STYLE 13)::
+Schema (`schema.SCHEMA`, version `schema.SCHEMA_VERSION` in ``PRAGMA user_version``)::
 
     sources(rowid, kind, data)   data: JSON [key, kind, role, session, epoch, record, time, speaker,
                                              origin, class, untrusted, text]
@@ -144,6 +144,8 @@ class IndexDB:
         self.max_class = max_class
         self._reported: set[tuple[str, int]] = set()
         self._next = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sources").fetchone()[0])
+        #: Rows this writer has written (a build's progress, read from other threads).
+        self.written = 0
 
     # Session logs --------------------------------------------------------------------------------
 
@@ -342,6 +344,7 @@ class IndexDB:
             (batch.progress,),
         )
         self._next = first + batch.count
+        self.written += batch.count
         return batch.count
 
     def _report(self, path: Path, line: int, why: str) -> None:

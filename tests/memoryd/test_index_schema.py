@@ -1,0 +1,76 @@
+"""The index's schema version (issue 16): an index file of another version is built again at start."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from boxmaker.memoryd import tool as memory_tool
+from boxmaker.memoryd.config import load
+from boxmaker.memoryd.index.schema import SCHEMA_VERSION
+from boxmaker.memoryd.service import Memoryd
+from boxmaker.proto.labels import DataClass
+from boxmaker.proto.messages import MemoryAdmin, MemoryCall, ToolRequest
+from conftest import Clock, record, start, write_log
+
+
+def recall(service: Memoryd, query: str) -> str:
+    request = ToolRequest(session="chat-asker", call_id="c1", tool="recall", arguments={"query": query})
+    return memory_tool.call(
+        service.memory, MemoryCall(request=request, taint=DataClass.PRIVATE, untrusted=False)
+    ).output
+
+
+def opened(home: Path, clock: Clock) -> Memoryd:
+    memory = Memoryd(load(None, str(home)), now=clock.now)
+    memory.open()
+    assert memory.memory.index.wait_ready(60)
+    return memory
+
+
+def version_of(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("version", [0, SCHEMA_VERSION + 7])
+def test_an_index_of_another_version_is_built_again_at_start(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture, version: int
+) -> None:
+    write_log(home, "chat-schema", [start(), record("user", content="the quokka moved to Perth")])
+    first = opened(home, clock)
+    path = first.memory.index.path
+    first.close()
+    assert version_of(path) == SCHEMA_VERSION
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE hits")  # what an older layout might lack: never read as it is
+    conn.execute("CREATE TABLE hits(old TEXT)")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.close()
+    again = opened(home, clock)
+    try:
+        assert "quokka moved to Perth" in recall(again, "quokka")
+        status = again.handle("memory_admin", MemoryAdmin(command="status"))
+        assert status.data["index"]["records"] == 1
+        assert status.data["index_rebuild"] is None
+    finally:
+        again.close()
+    assert version_of(path) == SCHEMA_VERSION
+    said = [r.getMessage() for r in caplog.records if "schema version" in r.getMessage()]
+    assert said and f"schema version {version}" in said[0] and "building it again" in said[0]
+    assert not list(path.parent.glob("*.damaged-*"))  # not damage: nothing moved aside
+
+
+def test_a_new_index_gets_the_version(home: Path, clock: Clock) -> None:
+    service = opened(home, clock)
+    try:
+        assert version_of(service.memory.index.path) == SCHEMA_VERSION
+        assert service.memory.index.building() is None
+    finally:
+        service.close()
