@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from boxmaker.memoryd.files.entries import normalise_newlines
 from boxmaker.memoryd.files.notes import Note, is_header
@@ -43,8 +44,8 @@ from boxmaker.memoryd.index.notesync import Stat, read_notes, snapshot, stat_of,
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
 from boxmaker.memoryd.index.schema import (
-    Counts,
     SCHEMA_VERSION,
+    Counts,
     SchemaMismatch,
     connect,
     finish_bulk,
