@@ -185,8 +185,36 @@ def _assigned(text: str, match: re.Match[str]) -> bool:
     return bool(quote) or separator == "=" or not value.isalpha() or rest in ("", "\n", "\r")
 
 
+#: What every direct match needs (`_direct_possible`): a run of 20 key characters, hence a word of 20
+#: characters (every shape but a few, `_PEM_BODY`, a `_KEY_VALUE` value), or one of these strings (the
+#: shapes with shorter bodies), or ``:``/``=`` with a credential's name for `_ASSIGNMENT`.
+_HINTS: Final = ("xox", "uthorization", "Private-Lines:", "sk-", "-----BEGIN", "://")
+_KEYWORDS: Final = ("pass", "pwd", "secret", "token", "key")
+#: What every split match needs: a chunk after a space, tab or newline with a digit or a capital
+#: after its first character (`_KEYISH_CHUNK`).
+_KEYISH_AFTER_SPACE: Final = re.compile(r"[ \t\n][A-Za-z0-9_\-+/=.][a-z_\-+/=.]*[0-9A-Z]")
+
+
+def _direct_possible(text: str) -> bool:
+    """False only when `_direct_spans` finds nothing in `text` for certain (most prose): a quick test
+    of what every one of its expressions needs, so the expressions run on few texts (the index
+    redacts every record it stores)."""
+    if any(len(word) >= 20 for word in text.split()):  # a run of 20 holds no white space
+        return True
+    if any(hint in text for hint in _HINTS):
+        return True
+    if "=" not in text and ":" not in text:
+        return False
+    if not text.isascii():
+        return True  # case-insensitive matching knows a few non-ASCII forms of ASCII letters
+    lowered = text.lower()
+    return any(keyword in lowered for keyword in _KEYWORDS)
+
+
 def _direct_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials in `text` as it is (no splits joined)."""
+    if not _direct_possible(text):
+        return []
     spans = [m.span() for m in _SHAPES.finditer(text)]
     spans += [m.span() for m in _PEM_BODY.finditer(text)]
     spans += [m.span() for m in _SK_TOKEN.finditer(text) if _sk_key(m.group())]
@@ -203,7 +231,9 @@ def _direct_spans(text: str) -> list[tuple[int, int]]:
 def _split_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials split into chunks (each chunk key-like: a digit or a capital after its
     first character), joined and checked again."""
-    spans = []
+    spans: list[tuple[int, int]] = []
+    if _KEYISH_AFTER_SPACE.search(text) is None:
+        return spans
     for run in _CHUNKS.finditer(text):
         chunks = _CHUNK_SPLIT.split(run.group())
         if not all(_KEYISH_CHUNK.match(chunk) for chunk in chunks[1:]):
@@ -231,14 +261,18 @@ def _nfkc_with_offsets(text: str) -> tuple[str, list[int]]:
 
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """The (start, end) spans of credentials in `text` (found on its NFKC form), merged and sorted."""
-    folded, origin = _nfkc_with_offsets(text)
+    folded, origin = (text, None) if text.isascii() else _nfkc_with_offsets(text)
     found = sorted(_direct_spans(folded) + _split_spans(folded))
+    if not found:
+        return []
     merged: list[tuple[int, int]] = []
     for start, end in found:
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))
+    if origin is None:  # ASCII: NFKC changes nothing, positions are the text's
+        return merged
     return [(origin[start], origin[end - 1] + 1 if end > start else origin[start]) for start, end in merged]
 
 
