@@ -76,3 +76,41 @@ def test_a_new_index_gets_the_version(home: Path, clock: Clock) -> None:
         assert service.memory.index.building() is None
     finally:
         service.close()
+
+
+def test_a_hit_is_read_back_from_its_log_line(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Session rows keep integers only: a hit's text comes from its log line; a log changed underneath
+    (the row's line is no longer its record) gives no hit and a warning, and a reindex mends it."""
+    path = write_log(
+        home,
+        "chat-readback",
+        [
+            start(),
+            record("user", content="the wombat sleeps", speaker="Ann"),
+            record(
+                "assistant",
+                content="",
+                tool_calls=[
+                    {"id": "t1", "name": "http_fetch", "arguments": '{"url":"https://wombat.example"}'}
+                ],
+            ),
+        ],
+    )
+    service = opened(home, clock)
+    try:
+        out = recall(service, "wombat")
+        assert (
+            "[1] memory · session chat-read…, 2026-09-20 14:02 UTC, Ann said · private\nthe wombat sleeps"
+            in out
+        )
+        assert 'the assistant called · private\nhttp_fetch {"url":"https://wombat.example"}' in out
+        path.write_bytes(path.read_bytes().replace(b"wombat sleeps", b"koala naps!!!"))
+        assert "wombat sleeps" not in recall(service, "wombat")
+        assert "koala" not in recall(service, "wombat")
+        assert any("memory-index-stale" in r.getMessage() for r in caplog.records)
+        path.unlink()
+        assert recall(service, "wombat") == '(no matches for "wombat")'
+    finally:
+        service.close()

@@ -101,7 +101,7 @@ class Index:
         self.sessions = sessions
         self.notes = notes
         self.max_class = max_class
-        self.readers = Readers(path)
+        self.readers = Readers(path, sessions)
         self._lock = threading.RLock()  # the live connection
         self._catching = threading.Lock()  # one catch-up at a time
         self._rebuilding = threading.Lock()

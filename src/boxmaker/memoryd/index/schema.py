@@ -18,15 +18,18 @@ from boxmaker.proto import fsio
 #: (made from sessions/ and notes.md), so a file of any other version, older or newer, is not migrated in
 #: place: it is deleted and built again at start (`Index.open`). Bump it with any change to `SCHEMA` or to
 #: what a row holds (docs/decisions.md, issue 16).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-#: A new file's tables, made in one transaction with `SCHEMA_VERSION`.
+#: A new file's tables, made in one transaction with `SCHEMA_VERSION` (`db` says what each holds).
 SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE sources(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, data TEXT NOT NULL)",
+    """CREATE TABLE logs(
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, records INTEGER NOT NULL,
+        offset INTEGER NOT NULL, class TEXT NOT NULL, untrusted INTEGER NOT NULL, tail TEXT NOT NULL)""",
+    """CREATE TABLE origins(
+        rowid INTEGER PRIMARY KEY, log INTEGER NOT NULL, record INTEGER NOT NULL, at INTEGER NOT NULL,
+        checked INTEGER NOT NULL, part INTEGER NOT NULL, label INTEGER NOT NULL)""",
+    "CREATE TABLE notes(rowid INTEGER PRIMARY KEY, data TEXT NOT NULL)",
     f"CREATE VIRTUAL TABLE hits USING fts5(text, ctx, time, content='', tokenize='{TOKENIZER}')",
-    """CREATE TABLE progress(
-        log TEXT PRIMARY KEY, records INTEGER NOT NULL, offset INTEGER NOT NULL,
-        class TEXT NOT NULL, untrusted INTEGER NOT NULL, tail TEXT NOT NULL)""",
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # FTS5 keeps 64 MB of new terms in memory before writing a segment: far faster bulk builds.
     "INSERT INTO hits(hits, rank) VALUES ('hashsize', 67108864)",
@@ -139,7 +142,18 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 def counts_of(conn: sqlite3.Connection) -> Counts:
     """Logs read, rows from sessions and rows from notes of an index file."""
-    logs = conn.execute("SELECT count(*) FROM progress").fetchone()[0]
-    notes = conn.execute("SELECT count(*) FROM sources WHERE kind = 'note'").fetchone()[0]
-    total = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
-    return Counts(int(logs), int(total - notes), int(notes))
+    logs = conn.execute("SELECT count(*) FROM logs").fetchone()[0]
+    notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    records = conn.execute("SELECT count(*) FROM origins").fetchone()[0]
+    return Counts(int(logs), int(records), int(notes))
+
+
+def last_rowid(conn: sqlite3.Connection) -> int:
+    """The highest rowid of the index (session rows and notes share the FTS5 table's rowids); 0 when
+    empty."""
+    return int(
+        conn.execute(
+            "SELECT max((SELECT coalesce(max(rowid), 0) FROM origins),"
+            " (SELECT coalesce(max(rowid), 0) FROM notes))"
+        ).fetchone()[0]
+    )
