@@ -185,24 +185,22 @@ def _assigned(text: str, match: re.Match[str]) -> bool:
     return bool(quote) or separator == "=" or not value.isalpha() or rest in ("", "\n", "\r")
 
 
-#: What every direct match needs (`_direct_possible`): a run of 20 key characters, hence a word of 20
-#: characters (every shape but a few, `_PEM_BODY`, a `_KEY_VALUE` value), or one of these strings (the
-#: shapes with shorter bodies), or ``:``/``=`` with a credential's name for `_ASSIGNMENT`.
-_HINTS: Final = ("xox", "uthorization", "Private-Lines:", "sk-", "-----BEGIN", "://")
+#: Quick tests of what each expression needs run before it (False: every expression runs on every
+#: text, as a test compares). An expression matches only where its test passes:
+#: - a run of 20 key characters, hence a word of 20 characters: `_SHAPES` (but for the three shapes
+#:   of `_SHORT_SHAPES`), `_PEM_BODY`, a `_KEY_VALUE` value;
+#: - ``sk-``, ``-----BEGIN``, ``://``: `_SK_TOKEN`, `_PEM_HEADER`, `_URL_CREDENTIAL`;
+#: - ``:`` or ``=`` with a credential's name in any case (`_KEYWORDS`): `_ASSIGNMENT`;
+#: - a chunk after white space with a digit or a capital after its first character: `_split_spans`.
+#: The index redacts every record it stores, so most prose runs none of them.
+QUICK = True
+_SHORT_SHAPES: Final = ("xox", "uthorization", "Private-Lines:")
 _KEYWORDS: Final = ("pass", "pwd", "secret", "token", "key")
-#: What every split match needs: a chunk after a space, tab or newline with a digit or a capital
-#: after its first character (`_KEYISH_CHUNK`).
 _KEYISH_AFTER_SPACE: Final = re.compile(r"[ \t\n][A-Za-z0-9_\-+/=.][a-z_\-+/=.]*[0-9A-Z]")
 
 
-def _direct_possible(text: str) -> bool:
-    """False only when `_direct_spans` finds nothing in `text` for certain (most prose): a quick test
-    of what every one of its expressions needs, so the expressions run on few texts (the index
-    redacts every record it stores)."""
-    if any(len(word) >= 20 for word in text.split()):  # a run of 20 holds no white space
-        return True
-    if any(hint in text for hint in _HINTS):
-        return True
+def _may_assign(text: str) -> bool:
+    """Whether `_ASSIGNMENT` may match: a ``:`` or ``=`` and a credential's name in any case."""
     if "=" not in text and ":" not in text:
         return False
     if not text.isascii():
@@ -213,18 +211,26 @@ def _direct_possible(text: str) -> bool:
 
 def _direct_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials in `text` as it is (no splits joined)."""
-    if not _direct_possible(text):
-        return []
-    spans = [m.span() for m in _SHAPES.finditer(text)]
-    spans += [m.span() for m in _PEM_BODY.finditer(text)]
-    spans += [m.span() for m in _SK_TOKEN.finditer(text) if _sk_key(m.group())]
-    for match in _PEM_HEADER.finditer(text):
-        end = _pem_end(text, match.end())
-        if end is not None:
-            spans.append((match.start(), end))
-    spans += [m.span(1) for m in _URL_CREDENTIAL.finditer(text) if _PLACEHOLDER.match(m.group(1)) is None]
-    spans += [m.span(5) for m in _ASSIGNMENT.finditer(text) if _assigned(text, m)]
-    spans += [m.span(1) for m in _KEY_VALUE.finditer(text) if random_token(m.group(1))]
+    every = not QUICK
+    long = every or any(len(word) >= 20 for word in text.split())  # a run of 20 holds no white space
+    spans: list[tuple[int, int]] = []
+    if long or any(hint in text for hint in _SHORT_SHAPES):
+        spans += [m.span() for m in _SHAPES.finditer(text)]
+    if long:
+        spans += [m.span() for m in _PEM_BODY.finditer(text)]
+    if every or "sk-" in text:
+        spans += [m.span() for m in _SK_TOKEN.finditer(text) if _sk_key(m.group())]
+    if every or "-----BEGIN" in text:
+        for match in _PEM_HEADER.finditer(text):
+            end = _pem_end(text, match.end())
+            if end is not None:
+                spans.append((match.start(), end))
+    if every or "://" in text:
+        spans += [m.span(1) for m in _URL_CREDENTIAL.finditer(text) if _PLACEHOLDER.match(m.group(1)) is None]
+    if every or _may_assign(text):
+        spans += [m.span(5) for m in _ASSIGNMENT.finditer(text) if _assigned(text, m)]
+    if long:
+        spans += [m.span(1) for m in _KEY_VALUE.finditer(text) if random_token(m.group(1))]
     return spans
 
 
@@ -232,7 +238,7 @@ def _split_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials split into chunks (each chunk key-like: a digit or a capital after its
     first character), joined and checked again."""
     spans: list[tuple[int, int]] = []
-    if _KEYISH_AFTER_SPACE.search(text) is None:
+    if QUICK and _KEYISH_AFTER_SPACE.search(text) is None:
         return spans
     for run in _CHUNKS.finditer(text):
         chunks = _CHUNK_SPLIT.split(run.group())
