@@ -54,7 +54,7 @@ from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.prefetch import prefetch
 from boxmaker.memoryd.index.schema import Counts, counts_of, last_rowid, transaction
-from boxmaker.memoryd.index.walk import Rows, Walk, line_check, searchable_text, time_of, walk_records
+from boxmaker.memoryd.index.walk import Row, Rows, Walk, line_check, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.ids import OWNER_SESSION, is_session_id
@@ -104,28 +104,30 @@ class _Batch:
         return len(self.rows.rows) + len(self.notes)
 
     def encoded(self) -> _Encoded:
-        """The batch as the JSON arrays `IndexDB._flush` writes (made on the producer's thread)."""
+        """The batch as `IndexDB._flush` writes it (made on the producer's thread): every text free
+        of lone surrogates (possible in a model's text; SQLite takes UTF-8 only), each note as JSON."""
         return _Encoded(
-            len(self.rows.rows),
-            _json(self.rows.rows),
-            len(self.notes),
-            _json(self.notes),
-            _json(self.rows.searchable),
-            _json(self.progress),
+            self.rows.rows,
+            [_json(note) for note in self.notes],
+            [_clean(row) for row in self.rows.searchable],
+            [_clean(row) for row in self.progress],
         )
 
 
 @dataclass(frozen=True, slots=True)
 class _Encoded:
-    """A batch as JSON: the session rows (how many, then the `origins` rows), the notes (the same),
-    the searchable columns of both in that order, and the progress of each log read."""
+    """A batch ready to write: the session rows (`origins`), the notes (JSON), the searchable columns
+    of both in that order, and the progress of each log read."""
 
-    count: int
-    origins: str
-    note_count: int
-    notes: str
-    searchable: str
-    progress: str
+    origins: list[Row]
+    notes: list[str]
+    searchable: list[tuple[Any, ...]]
+    progress: list[tuple[Any, ...]]
+
+    @property
+    def count(self) -> int:
+        """Rows in the batch (session rows and notes)."""
+        return len(self.origins) + len(self.notes)
 
 
 class IndexDB:
@@ -348,33 +350,31 @@ class IndexDB:
         return added
 
     def _write(self, batch: _Encoded) -> int:
-        """Write one batch inside the caller's transaction; each table in one statement over a JSON
-        array, during which SQLite does not hold Python's lock (the producer thread keeps working)."""
+        """Write one batch inside the caller's transaction, each table with one prepared statement
+        (`executemany`; SQLite steps without Python's lock, so the producer thread keeps working)."""
         first = self._next
-        if batch.count:
-            self.conn.execute(
-                "INSERT INTO origins(rowid, log, record, at, checked, part, label) SELECT key + ?,"
-                " value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
-                " FROM json_each(?)",
-                (first, batch.origins),
+        added = batch.count
+        conn = self.conn
+        if batch.origins:
+            conn.executemany(
+                "INSERT INTO origins(rowid, log, record, at, checked, part, label)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(n, *row) for n, row in enumerate(batch.origins, first)],
             )
-        if batch.note_count:
-            self.conn.execute(
-                "INSERT INTO notes(rowid, data) SELECT key + ?, value FROM json_each(?)",
-                (first + batch.count, batch.notes),
+        if batch.notes:
+            conn.executemany(
+                "INSERT INTO notes(rowid, data) VALUES (?, ?)",
+                list(enumerate(batch.notes, first + len(batch.origins))),
             )
-        added = batch.count + batch.note_count
         if added:
-            self.conn.execute(
-                "INSERT INTO hits(rowid, text, ctx, time)"
-                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
-                (first, batch.searchable),
+            conn.executemany(
+                "INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, ?, ?)",
+                [(n, *row) for n, row in enumerate(batch.searchable, first)],
             )
-        self.conn.execute(
+        conn.executemany(
             "INSERT OR REPLACE INTO logs(id, name, records, offset, class, untrusted, tail)"
-            " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,"
-            " value ->> 6 FROM json_each(?)",
-            (batch.progress,),
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            batch.progress,
         )
         self._next = first + added
         self.written += added
@@ -464,13 +464,19 @@ _ENCODER = msgspec.json.Encoder()
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _json(rows: list[Any]) -> str:
-    """Rows as one JSON array; a lone surrogate (possible in a model's text) becomes U+FFFD."""
+def _json(row: tuple[Any, ...]) -> str:
+    """A row as one JSON array; a lone surrogate (possible in a model's text) becomes U+FFFD."""
     try:
-        return _ENCODER.encode(rows).decode("utf-8")
+        return _ENCODER.encode(row).decode("utf-8")
     except UnicodeEncodeError:
-        clean = [[_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row] for row in rows]
-        return _ENCODER.encode(clean).decode("utf-8")
+        return _ENCODER.encode(_clean(row)).decode("utf-8")
+
+
+def _clean(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`row` with every lone surrogate in its texts as U+FFFD (ASCII texts are looked at no further)."""
+    if all(not isinstance(v, str) or v.isascii() or not _SURROGATE.search(v) for v in row):
+        return row
+    return tuple(_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row)
 
 
 class Cancelled(Exception):
