@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,10 @@ def test_a_hit_is_read_back_from_its_log_line(
         assert "wombat sleeps" not in recall(service, "wombat")
         assert "koala" not in recall(service, "wombat")
         assert any("memory-index-stale" in r.getMessage() for r in caplog.records)
+        deadline = time.monotonic() + 30  # the stale row starts a rebuild in the background
+        while "koala naps" not in recall(service, "koala") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "Ann said · private\nthe koala naps!!!" in recall(service, "koala")
         path.unlink()
         assert recall(service, "wombat") == '(no matches for "wombat")'
     finally:

@@ -61,6 +61,10 @@ from boxmaker.proto.labels import DataClass
 log = logging.getLogger("boxmaker.memoryd.index")
 
 
+#: At most one rebuild for hits that cannot be read back in this many seconds.
+STALE_REBUILD_EVERY = 60.0
+
+
 class IndexUnusable(BoxmakerError):
     """Raised when the index folder or file cannot be created at all (memoryd-start-failed)."""
 
@@ -101,7 +105,8 @@ class Index:
         self.sessions = sessions
         self.notes = notes
         self.max_class = max_class
-        self.readers = Readers(path, sessions)
+        self.readers = Readers(path, sessions, self._stale)
+        self._stale_rebuild = -STALE_REBUILD_EVERY
         self._lock = threading.RLock()  # the live connection
         self._catching = threading.Lock()  # one catch-up at a time
         self._rebuilding = threading.Lock()
@@ -412,6 +417,16 @@ class Index:
         if db is None:
             return None
         return {"rows": db.written, "reason": self.rebuild_reason}
+
+    def _stale(self) -> None:
+        """A hit could not be read back from its log (a log rewritten in place): build the index
+        again in the background, at most once every `STALE_REBUILD_EVERY` seconds."""
+        now = time.monotonic()
+        if self._rebuilding.locked() or now - self._stale_rebuild < STALE_REBUILD_EVERY:
+            return
+        self._stale_rebuild = now
+        log.warning("memory-index-stale: building the index again in the background")
+        self.rebuild_in_background()
 
     def rebuild_in_background(self) -> None:
         """Start `rebuild` on a background thread (after a withdrawal or a reinstatement, so the

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,9 +65,10 @@ class Readers:
     """Read-only access to one index file, safe from many threads; hits are read back from the logs
     in `sessions` (`rowtext`)."""
 
-    def __init__(self, path: Path, sessions: Path) -> None:
+    def __init__(self, path: Path, sessions: Path, on_stale: Callable[[], None] | None = None) -> None:
         self.path = path
         self.sessions = sessions
+        self.on_stale = on_stale
         self._gate = _Gate()
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -108,10 +109,10 @@ class Readers:
         with self.reading() as conn:
             matches = plan(conn, query, self.frequencies)
             if len(matches) == 1:
-                return hits(conn, self.sessions, merge([scored(conn, matches[0], k)], k))
+                return hits(conn, self.sessions, merge([scored(conn, matches[0], k)], k), self.on_stale)
             second = self._pool.submit(self._scored_elsewhere, matches[1], k)
             first = scored(conn, matches[0], k)
-            return hits(conn, self.sessions, merge([first, second.result()], k))
+            return hits(conn, self.sessions, merge([first, second.result()], k), self.on_stale)
 
     def _scored_elsewhere(self, planned: Planned, k: int) -> list[tuple[int, float]]:
         with self._connection() as conn:

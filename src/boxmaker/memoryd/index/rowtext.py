@@ -5,9 +5,10 @@ part and the label), so a hit's key, kind, role, time, speaker and text are read
 with the same `walk.shown_parts` the indexer used, the text cut at `walk.TEXT_LIMIT` and redacted
 (`check.secrets.redact`) as the indexer did: what a hit shows is what was indexed. Session logs are
 append-only and an erasure rebuilds the index, so the line is the one indexed (its `walk.line_check`
-says so); a line that cannot be read back (its log gone or changed underneath) gives no hit and a
-warning. Logs are opened without
-following a link (`fsio.open_nofollow`), once per log however many of its rows are hits.
+says so); a line that cannot be read back (its log gone or changed underneath, as loopd's scrub of a
+live session after an erasure may do) gives no hit and a warning, and the index is built again in the
+background (`index.Index`, at most once a minute). Logs are opened without following a link
+(`fsio.open_nofollow`), once per log however many of its rows are hits.
 
 Notes keep their text in the index (the `notes` table, JSON), since notes.md is edited by hand.
 """
@@ -18,7 +19,7 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -46,8 +47,14 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _READ = 16384
 
 
-def hits(conn: sqlite3.Connection, sessions: Path, rowids: Sequence[int]) -> list[Hit]:
-    """The hits of `rowids`, in that order (rows that cannot be read back are left out).
+def hits(
+    conn: sqlite3.Connection,
+    sessions: Path,
+    rowids: Sequence[int],
+    on_stale: Callable[[], None] | None = None,
+) -> list[Hit]:
+    """The hits of `rowids`, in that order (rows that cannot be read back are left out, and `on_stale`
+    is called once).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
@@ -56,6 +63,7 @@ def hits(conn: sqlite3.Connection, sessions: Path, rowids: Sequence[int]) -> lis
         return []
     marks = ",".join("?" * len(rowids))
     found = {int(rowid): _note(data) for rowid, data in conn.execute(_NOTES.format(marks), list(rowids))}
+    stale = False
     by_log: dict[str, list[tuple[int, ...]]] = {}
     for rowid, name, *row in conn.execute(_ORIGINS.format(marks), list(rowids)):
         by_log.setdefault(str(name), []).append((int(rowid), *map(int, row)))
@@ -67,6 +75,7 @@ def hits(conn: sqlite3.Connection, sessions: Path, rowids: Sequence[int]) -> lis
                 name, record, part, label, line if line and line_check(line) == checked else None
             )
             if hit is None:
+                stale = True
                 log.warning(
                     "memory-index-stale: row %d (%s record %d, byte %d) cannot be read back from the log; "
                     "bxctl reindex builds the index again",
@@ -77,6 +86,8 @@ def hits(conn: sqlite3.Connection, sessions: Path, rowids: Sequence[int]) -> lis
                 )
             else:
                 found[rowid] = hit
+    if stale and on_stale is not None:
+        on_stale()
     return [found[rowid] for rowid in rowids if rowid in found]
 
 
