@@ -147,8 +147,10 @@ def test_the_closing_sentence_is_not_indexed_but_the_call_before_it_is() -> None
         TurnEnd(time="2026-11-29T12:00:01Z", reason="cancelled", code="cancelled"),
     ]
     rows = Rows()
-    walk_records("chat-one", 0, 1, records, Walk(), max_class=DataClass.PRIVATE, rows=rows)
-    assert [source[11] for source in rows.sources] == ["what time is it"]
+    lines = [(n * 100, 0) for n in range(len(records))]  # (line offset, check): not read here
+    walk_records(1, 1, records, lines, Walk(), max_class=DataClass.PRIVATE, rows=rows)
+    assert [row[0] for row in rows.searchable] == ["what time is it"]
+    assert [row[1] for row in rows.rows] == [1]  # the user record's number only
 
 
 def test_a_server_that_cannot_stream_tool_calls_is_asked_plainly_and_its_text_handed_on(home: Path) -> None:

@@ -8,6 +8,7 @@ Each class has inputs of our own beyond the issue's examples; none of them were 
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from boxmaker.memoryd import tool as memory_tool
+from boxmaker.memoryd.check import secrets
 from boxmaker.memoryd.check._confusables import TABLE
 from boxmaker.memoryd.check.rules import RULES, check_text
 from boxmaker.memoryd.check.secrets import REDACTED, redact
@@ -243,6 +245,25 @@ def test_redact_sees_a_credential_through_invisible_characters(hidden: str) -> N
     assert redact(f"the key {key} is for the demo") == f"the key {REDACTED} is for the demo"
     token = "ghp_" + "abcdefghij" + hidden + "klmnopqrstuvwxyz0123456789"
     assert redact(f"token {token}.") == f"token {REDACTED}."
+
+
+def test_the_quick_tests_before_the_expressions_never_hide_a_credential(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`redact` skips the expressions for texts that cannot match them (issue 16: the index redacts
+    every record): over the credentials above, mixed into locomo-dev's turns and each other at random,
+    the spans are those found with every expression always run."""
+    rng = random.Random(16)
+    turns = _locomo_texts()
+    texts = [*turns[:2000], *CREDENTIALS]
+    for _ in range(3000):
+        parts = [rng.choice(turns), *rng.sample(CREDENTIALS, rng.randint(0, 2))]
+        rng.shuffle(parts)
+        texts.append(rng.choice([" ", "\n", "  "]).join(parts))
+    quick = [secrets.secret_spans(text) for text in texts]
+    monkeypatch.setattr(secrets, "QUICK", False)
+    assert quick == [secrets.secret_spans(text) for text in texts]
+    assert sum(1 for spans in quick if spans) >= 1500
 
 
 def _call(service: Memoryd, tool: str, arguments: dict[str, Any]) -> Any:

@@ -175,14 +175,17 @@ def test_catch_up_from_progress_reads_only_new_records(home: Path, service: Memo
     service.handle("session_updated", SessionUpdated(session="chat-progress"))
     service.handle("session_updated", SessionUpdated(session="chat-progress"))
     conn = sqlite3.connect(service.memory.index.path)
-    keys = [
-        row[0] for row in conn.execute("SELECT data ->> 0 FROM sources WHERE data ->> 3 = 'chat-progress'")
-    ]
+    rows = conn.execute(
+        "SELECT o.record, o.at FROM origins o JOIN logs l ON l.id = o.log"
+        " WHERE l.name = 'chat-progress/0.jsonl' ORDER BY o.rowid"
+    ).fetchall()
     progress = conn.execute(
-        "SELECT records, offset FROM progress WHERE log = 'chat-progress/0.jsonl'"
+        "SELECT records, offset FROM logs WHERE name = 'chat-progress/0.jsonl'"
     ).fetchone()
     conn.close()
-    assert keys == ["session/chat-progress/0/1", "session/chat-progress/0/2"]
+    lines = path.read_bytes().split(b"\n")
+    starts = [sum(len(line) + 1 for line in lines[:n]) for n in (1, 2)]
+    assert rows == [(1, starts[0]), (2, starts[1])]  # each row's record and the byte its line starts at
     assert progress == (3, path.stat().st_size)
 
 
@@ -241,8 +244,12 @@ def test_reindex_equals_incremental_index(logged: Memoryd, home: Path) -> None:
 
     def snapshot() -> list[tuple[Any, ...]]:
         conn = sqlite3.connect(logged.memory.index.path)
-        rows = conn.execute("SELECT data FROM sources ORDER BY data ->> 0")
-        result = list(rows)
+        rows = conn.execute(
+            "SELECT l.name, o.record, o.at, o.checked, o.part, o.label FROM origins o"
+            " JOIN logs l ON l.id = o.log"
+            " ORDER BY 1, 2, 5"
+        )
+        result = [*rows, *conn.execute("SELECT data FROM notes ORDER BY data ->> 0")]
         conn.close()
         return result
 
@@ -597,7 +604,7 @@ def test_notes_written_during_reindex_and_recall_are_each_indexed_once(service: 
     found = recall(service, "walrus", k=10)
     assert found.output.count("walrus note") == 10
     conn = sqlite3.connect(service.memory.index.path)
-    keys = [row[0] for row in conn.execute("SELECT data ->> 0 FROM sources WHERE kind = 'note'")]
+    keys = [row[0] for row in conn.execute("SELECT data ->> 0 FROM notes")]
     conn.close()
     assert sorted(int(k.split("/")[1]) for k in keys) == list(range(60))
 

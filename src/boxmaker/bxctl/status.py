@@ -105,6 +105,10 @@ def index_check(memoryd: Any) -> Check:
         return Check("index", False, "unknown: memoryd does not answer")
     if data.get("index") is None:
         return Check("index", False, "cannot be read (bxctl reindex; runbook: memory-index-damaged)")
+    rebuild = data.get("index_rebuild")
+    if isinstance(rebuild, dict):
+        why = f"; {rebuild.get('reason')}" if rebuild.get("reason") else ""
+        return Check("index", False, f"building again: {rebuild.get('rows', 0):,} rows so far{why}")
     if not data["index_ready"]:
         return Check("index", False, "catching up with the session logs")
     if data.get("index_behind"):

@@ -42,7 +42,11 @@ def _status(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
         text = f"memoryd {os.getpid()} serving {memory.config.home}: the index cannot be read ({exc})"
         return MemoryAdminReply(f"{text}; review {review_state}{_health(memory, data)}", data)
     data["index"] = {"logs": counts.logs, "records": counts.records, "notes": counts.notes}
+    data["index_rebuild"] = rebuild = memory.index.building()
     building = "" if data["index_ready"] else " (still catching up)"
+    if rebuild is not None:
+        why = f", {rebuild['reason']}" if rebuild["reason"] else ""
+        building = f" (building it again: {rebuild['rows']:,} rows so far{why})"
     text = (
         f"memoryd {os.getpid()} serving {memory.config.home}: {counts.records:,} records from "
         f"{counts.logs:,} logs and {counts.notes:,} notes indexed{building}; review {review_state}"

@@ -185,25 +185,61 @@ def _assigned(text: str, match: re.Match[str]) -> bool:
     return bool(quote) or separator == "=" or not value.isalpha() or rest in ("", "\n", "\r")
 
 
+#: Quick tests of what each expression needs run before it (False: every expression runs on every
+#: text, as a test compares). An expression matches only where its test passes:
+#: - a run of 20 key characters, hence a word of 20 characters: `_SHAPES` (but for the three shapes
+#:   of `_SHORT_SHAPES`), `_PEM_BODY`, a `_KEY_VALUE` value;
+#: - ``sk-``, ``-----BEGIN``, ``://``: `_SK_TOKEN`, `_PEM_HEADER`, `_URL_CREDENTIAL`;
+#: - ``:`` or ``=`` with a credential's name in any case (`_KEYWORDS`): `_ASSIGNMENT`;
+#: - a chunk after white space with a digit or a capital after its first character: `_split_spans`.
+#: The index redacts every record it stores, so most prose runs none of them.
+QUICK = True
+_SHORT_SHAPES: Final = ("xox", "uthorization", "Private-Lines:")
+_KEYWORDS: Final = ("pass", "pwd", "secret", "token", "key")
+_KEYISH_AFTER_SPACE: Final = re.compile(r"[ \t\n][A-Za-z0-9_\-+/=.][a-z_\-+/=.]*[0-9A-Z]")
+
+
+def _may_assign(text: str) -> bool:
+    """Whether `_ASSIGNMENT` may match: a ``:`` or ``=`` and a credential's name in any case."""
+    if "=" not in text and ":" not in text:
+        return False
+    if not text.isascii():
+        return True  # case-insensitive matching knows a few non-ASCII forms of ASCII letters
+    lowered = text.lower()
+    return any(keyword in lowered for keyword in _KEYWORDS)
+
+
 def _direct_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials in `text` as it is (no splits joined)."""
-    spans = [m.span() for m in _SHAPES.finditer(text)]
-    spans += [m.span() for m in _PEM_BODY.finditer(text)]
-    spans += [m.span() for m in _SK_TOKEN.finditer(text) if _sk_key(m.group())]
-    for match in _PEM_HEADER.finditer(text):
-        end = _pem_end(text, match.end())
-        if end is not None:
-            spans.append((match.start(), end))
-    spans += [m.span(1) for m in _URL_CREDENTIAL.finditer(text) if _PLACEHOLDER.match(m.group(1)) is None]
-    spans += [m.span(5) for m in _ASSIGNMENT.finditer(text) if _assigned(text, m)]
-    spans += [m.span(1) for m in _KEY_VALUE.finditer(text) if random_token(m.group(1))]
+    every = not QUICK
+    long = every or any(len(word) >= 20 for word in text.split())  # a run of 20 holds no white space
+    spans: list[tuple[int, int]] = []
+    if long or any(hint in text for hint in _SHORT_SHAPES):
+        spans += [m.span() for m in _SHAPES.finditer(text)]
+    if long:
+        spans += [m.span() for m in _PEM_BODY.finditer(text)]
+    if every or "sk-" in text:
+        spans += [m.span() for m in _SK_TOKEN.finditer(text) if _sk_key(m.group())]
+    if every or "-----BEGIN" in text:
+        for match in _PEM_HEADER.finditer(text):
+            end = _pem_end(text, match.end())
+            if end is not None:
+                spans.append((match.start(), end))
+    if every or "://" in text:
+        spans += [m.span(1) for m in _URL_CREDENTIAL.finditer(text) if _PLACEHOLDER.match(m.group(1)) is None]
+    if every or _may_assign(text):
+        spans += [m.span(5) for m in _ASSIGNMENT.finditer(text) if _assigned(text, m)]
+    if long:
+        spans += [m.span(1) for m in _KEY_VALUE.finditer(text) if random_token(m.group(1))]
     return spans
 
 
 def _split_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials split into chunks (each chunk key-like: a digit or a capital after its
     first character), joined and checked again."""
-    spans = []
+    spans: list[tuple[int, int]] = []
+    if QUICK and _KEYISH_AFTER_SPACE.search(text) is None:
+        return spans
     for run in _CHUNKS.finditer(text):
         chunks = _CHUNK_SPLIT.split(run.group())
         if not all(_KEYISH_CHUNK.match(chunk) for chunk in chunks[1:]):
@@ -238,14 +274,18 @@ def _nfkc_with_offsets(text: str) -> tuple[str, list[int]]:
 
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """The (start, end) spans of credentials in `text` (found on its NFKC form), merged and sorted."""
-    folded, origin = _nfkc_with_offsets(text)
+    folded, origin = (text, None) if text.isascii() else _nfkc_with_offsets(text)
     found = sorted(_direct_spans(folded) + _split_spans(folded))
+    if not found:
+        return []
     merged: list[tuple[int, int]] = []
     for start, end in found:
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))
+    if origin is None:  # ASCII: NFKC changes nothing, positions are the text's
+        return merged
     return [(origin[start], origin[end - 1] + 1 if end > start else origin[start]) for start, end in merged]
 
 

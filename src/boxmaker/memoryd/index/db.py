@@ -16,13 +16,18 @@ withdrawn sessions, records and notes, which are skipped; a reinstatement rebuil
 Rows are only ever appended: session logs and notes.md are append-only. When notes.md was changed
 other than by appending, or a log shrank, the caller rebuilds the index from nothing (`Index.rebuild`).
 
-Schema (an ordered list of named migrations, STYLE 13)::
+Schema (`schema.SCHEMA`, version `schema.SCHEMA_VERSION` in ``PRAGMA user_version``)::
 
-    sources(rowid, kind, data)   data: JSON [key, kind, role, session, epoch, record, time, speaker,
-                                             origin, class, untrusted, text]
+    logs(id, name, records, offset, class, untrusted, tail)   each log read: where reading resumes
+    origins(rowid, log, record, at, checked, part, label)   a session row: where its text is (`walk.Row`)
+    notes(rowid, data)   a note: JSON [key, kind, role, session, epoch, record, time, speaker, origin,
+                         class, untrusted, text]
     hits USING fts5(text, ctx, time; contentless; porter unicode61)
-    progress(log, records, offset, class, untrusted, tail)
     meta(key, value)
+
+A session row keeps integers only: its text is read back from its log line when it is a hit
+(`rowtext`), which the log keeps (append-only; an erasure rebuilds the index). Notes keep their text
+(notes.md is edited by hand; the text also deletes a note's row from the contentless table).
 
 `hits.text` is the record's text (``speaker: text`` for a user turn with a speaker), `hits.ctx` the
 two indexed texts before it in the same session (document expansion), `hits.time` its date in words.
@@ -42,15 +47,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from queue import Empty, Queue
 from typing import Any, TypeVar
 
 import msgspec
 
 from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files.notes import Note
-from boxmaker.memoryd.index.schema import Counts, counts_of, transaction
-from boxmaker.memoryd.index.walk import Rows, Walk, searchable_text, time_of, walk_records
+from boxmaker.memoryd.index.prefetch import prefetch
+from boxmaker.memoryd.index.schema import Counts, counts_of, last_rowid, transaction
+from boxmaker.memoryd.index.walk import Row, Rows, Walk, line_check, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto.archives import archive_ids, archive_path, is_import_id
 from boxmaker.proto.fsio import complete_lines
@@ -80,6 +85,7 @@ class _LogState:
     session: str
     epoch: int
     name: str
+    id: int
     path: Path
     records: int
     offset: int
@@ -93,26 +99,37 @@ class _Batch:
     """Rows and progress lines waiting to be written together."""
 
     rows: Rows = field(default_factory=Rows)
-    progress: list[tuple[str, int, int, str, int, str]] = field(default_factory=list)
+    notes: list[tuple[Any, ...]] = field(default_factory=list)
+    progress: list[tuple[int, str, int, int, str, int, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.rows.rows) + len(self.notes)
 
     def encoded(self) -> _Encoded:
-        """The batch as the JSON arrays `IndexDB._flush` writes (made on the producer's thread)."""
+        """The batch as `IndexDB._flush` writes it (made on the producer's thread): every text free
+        of lone surrogates (possible in a model's text; SQLite takes UTF-8 only), each note as JSON."""
         return _Encoded(
-            len(self.rows.sources),
-            _json(self.rows.sources),
-            _json(self.rows.searchable),
-            _json(self.progress),
+            self.rows.rows,
+            [_json(note) for note in self.notes],
+            [_clean(row) for row in self.rows.searchable],
+            [_clean(row) for row in self.progress],
         )
 
 
 @dataclass(frozen=True, slots=True)
 class _Encoded:
-    """A batch as JSON: how many rows, then the sources, the searchable columns and the progress."""
+    """A batch ready to write: the session rows (`origins`), the notes (JSON), the searchable columns
+    of both in that order, and the progress of each log read."""
 
-    count: int
-    sources: str
-    searchable: str
-    progress: str
+    origins: list[Row]
+    notes: list[str]
+    searchable: list[tuple[Any, ...]]
+    progress: list[tuple[Any, ...]]
+
+    @property
+    def count(self) -> int:
+        """Rows in the batch (session rows and notes)."""
+        return len(self.origins) + len(self.notes)
 
 
 class IndexDB:
@@ -149,7 +166,11 @@ class IndexDB:
         self.sessions = sessions
         self.max_class = max_class
         self._reported: set[tuple[str, int]] = set()
-        self._next = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sources").fetchone()[0])
+        self._next = last_rowid(conn) + 1
+        self._log_ids = {str(name): int(ident) for ident, name in conn.execute("SELECT id, name FROM logs")}
+        self._last_log = max(self._log_ids.values(), default=0)
+        #: Rows this writer has written (a build's progress, read from other threads).
+        self.written = 0
 
     # Session logs --------------------------------------------------------------------------------
 
@@ -211,11 +232,11 @@ class IndexDB:
         """
         guard = lock if lock is not None else contextlib.nullcontext()
         names = self.session_ids() if sessions is None else list(sessions)
-        select = "SELECT log, records, offset, class, untrusted, tail FROM progress"
+        select = "SELECT name, records, offset, class, untrusted, tail FROM logs"
         with guard:
             if len(names) == 1:  # the logs of session S are named "S/N.jsonl": from "S/" up to "S0"
                 rows = self.conn.execute(
-                    f"{select} WHERE log >= ? AND log < ?", (f"{names[0]}/", f"{names[0]}0")
+                    f"{select} WHERE name >= ? AND name < ?", (f"{names[0]}/", f"{names[0]}0")
                 )
             else:
                 rows = self.conn.execute(select)
@@ -246,7 +267,7 @@ class IndexDB:
                     if self.cancel.is_set():
                         raise Cancelled
                     more = self._collect(log_state, batch, excluded)
-                    if len(batch.rows.sources) >= size:
+                    if len(batch) >= size:
                         yield batch.encoded()
                         batch = _Batch()
                         size = min(2 * size, BATCH_ROWS)
@@ -268,11 +289,15 @@ class IndexDB:
         name = f"{session}/{epoch}.jsonl"
         path = self.log_path(session, epoch)
         row = progress.get(name)
+        ident = self._log_ids.get(name)
+        if ident is None:
+            ident = self._log_ids[name] = self._last_log = self._last_log + 1
         if row is None:
-            state = _LogState(session, epoch, name, path, 0, 0, carry.copy() if carry is not None else Walk())
+            walk = carry.copy() if carry is not None else Walk()
+            state = _LogState(session, epoch, name, ident, path, 0, 0, walk)
         else:
             walk = Walk(DataClass(row[2]).rank, bool(row[3]), json.loads(row[4]))
-            state = _LogState(session, epoch, name, path, int(row[0]), int(row[1]), walk, known=True)
+            state = _LogState(session, epoch, name, ident, path, int(row[0]), int(row[1]), walk, known=True)
         try:
             size = path.stat().st_size
         except FileNotFoundError:
@@ -294,6 +319,7 @@ class IndexDB:
             return False
         lines, _ = complete_lines(data)
         decoded: list[Record] = []
+        lines_at: list[tuple[int, int]] = []
         consumed = 0
         for number, line in enumerate(lines, start=state.records + 1):
             try:
@@ -302,13 +328,14 @@ class IndexDB:
                 self._report(state.path, number, str(exc))
                 state.damaged = True
                 break
+            lines_at.append((state.offset + consumed, line_check(line)))
             consumed += len(line) + 1
         if decoded or not state.known:
             walk_records(
-                state.session,
-                state.epoch,
+                state.id,
                 state.records,
                 decoded,
+                lines_at,
                 state.walk,
                 max_class=self.max_class,
                 rows=batch.rows,
@@ -319,6 +346,7 @@ class IndexDB:
             state.known = True
             batch.progress.append(
                 (
+                    state.id,
                     state.name,
                     state.records,
                     state.offset,
@@ -338,27 +366,35 @@ class IndexDB:
         return added
 
     def _write(self, batch: _Encoded) -> int:
-        """Write one batch inside the caller's transaction; each table in one statement over a JSON
-        array, during which SQLite does not hold Python's lock (the producer thread keeps working)."""
+        """Write one batch inside the caller's transaction, each table with one prepared statement
+        (`executemany`; SQLite steps without Python's lock, so the producer thread keeps working)."""
         first = self._next
-        if batch.count:
-            self.conn.execute(
-                "INSERT INTO sources(rowid, kind, data) SELECT key + ?, value ->> 1, value FROM json_each(?)",
-                (first, batch.sources),
+        added = batch.count
+        conn = self.conn
+        if batch.origins:
+            conn.executemany(
+                "INSERT INTO origins(rowid, log, record, at, checked, part, label)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(n, *row) for n, row in enumerate(batch.origins, first)],
             )
-            self.conn.execute(
-                "INSERT INTO hits(rowid, text, ctx, time)"
-                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
-                (first, batch.searchable),
+        if batch.notes:
+            conn.executemany(
+                "INSERT INTO notes(rowid, data) VALUES (?, ?)",
+                list(enumerate(batch.notes, first + len(batch.origins))),
             )
-        self.conn.execute(
-            "INSERT OR REPLACE INTO progress(log, records, offset, class, untrusted, tail)"
-            " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
-            " FROM json_each(?)",
-            (batch.progress,),
+        if added:
+            conn.executemany(
+                "INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, ?, ?)",
+                [(n, *row) for n, row in enumerate(batch.searchable, first)],
+            )
+        conn.executemany(
+            "INSERT OR REPLACE INTO logs(id, name, records, offset, class, untrusted, tail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            batch.progress,
         )
-        self._next = first + batch.count
-        return batch.count
+        self._next = first + added
+        self.written += added
+        return added
 
     def _report(self, path: Path, line: int, why: str) -> None:
         if (str(path), line) not in self._reported:
@@ -374,7 +410,7 @@ class IndexDB:
             if note.label.data_class > self.max_class or excluded.note(note):
                 continue
             time = f"{note.time[:16]}:00Z" if note.time else ""
-            batch.rows.sources.append(
+            batch.notes.append(
                 (
                     note.key,
                     "note",
@@ -404,9 +440,9 @@ class IndexDB:
         one transaction with `meta`.
 
         The table is contentless, so each row is deleted with the values it was indexed with,
-        made again from the text kept in `sources`.
+        made again from the text kept in `notes`.
         """
-        rows = self.conn.execute("SELECT rowid, data FROM sources WHERE kind = 'note'").fetchall()
+        rows = self.conn.execute("SELECT rowid, data FROM notes").fetchall()
         batch = self._notes_batch(notes)
         with transaction(self.conn):
             for rowid, data in rows:
@@ -415,7 +451,7 @@ class IndexDB:
                     "INSERT INTO hits(hits, rowid, text, ctx, time) VALUES ('delete', ?, ?, '', ?)",
                     (rowid, searchable_text(source[11]), time_of(source[6])),
                 )
-            self.conn.execute("DELETE FROM sources WHERE kind = 'note'")
+            self.conn.execute("DELETE FROM notes")
             added = self._write(batch)
             for key, value in {**(meta or {}), "notes_count": str(len(notes))}.items():
                 self.set_meta(key, value)
@@ -444,47 +480,19 @@ _ENCODER = msgspec.json.Encoder()
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _json(rows: list[Any]) -> str:
-    """Rows as one JSON array; a lone surrogate (possible in a model's text) becomes U+FFFD."""
+def _json(row: tuple[Any, ...]) -> str:
+    """A row as one JSON array; a lone surrogate (possible in a model's text) becomes U+FFFD."""
     try:
-        return _ENCODER.encode(rows).decode("utf-8")
+        return _ENCODER.encode(row).decode("utf-8")
     except UnicodeEncodeError:
-        clean = [[_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row] for row in rows]
-        return _ENCODER.encode(clean).decode("utf-8")
+        return _ENCODER.encode(_clean(row)).decode("utf-8")
 
 
-def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
-    """Yield `items`, produced on a background thread up to `depth` ahead; a producer's error is
-    raised here. Stopping early (an error in the consumer) stops the producer."""
-    queue: Queue[tuple[bool, Any]] = Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if stop.is_set():
-                    return
-                queue.put((True, item))
-        except BaseException as exc:
-            queue.put((False, exc))
-            return
-        queue.put((False, None))
-
-    thread = threading.Thread(target=produce, name="index-prefetch", daemon=True)
-    thread.start()
-    try:
-        while True:
-            more, value = queue.get()
-            if not more:
-                if isinstance(value, BaseException):
-                    raise value
-                return
-            yield value
-    finally:
-        stop.set()
-        while thread.is_alive():
-            with contextlib.suppress(Empty):
-                queue.get(timeout=0.05)
+def _clean(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`row` with every lone surrogate in its texts as U+FFFD (ASCII texts are looked at no further)."""
+    if all(not isinstance(v, str) or v.isascii() or not _SURROGATE.search(v) for v in row):
+        return row
+    return tuple(_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row)
 
 
 class Cancelled(Exception):

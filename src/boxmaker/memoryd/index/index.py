@@ -41,9 +41,11 @@ from boxmaker.memoryd.files.notes import parse as parse_notes
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
 from boxmaker.memoryd.index.forget import forget
 from boxmaker.memoryd.index.hits import Hit
+from boxmaker.memoryd.index.notesync import Stat, read_notes, snapshot, stat_of, sync_index_notes
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
 from boxmaker.memoryd.index.schema import (
+    SCHEMA_VERSION,
     Counts,
     SchemaMismatch,
     connect,
@@ -59,7 +61,9 @@ from boxmaker.proto.labels import DataClass
 
 log = logging.getLogger("boxmaker.memoryd.index")
 
-Stat = tuple[int, int] | None
+
+#: At most one rebuild for hits that cannot be read back in this many seconds.
+STALE_REBUILD_EVERY = 60.0
 
 
 class IndexUnusable(BoxmakerError):
@@ -106,7 +110,8 @@ class Index:
         self.sessions = sessions
         self.notes = notes
         self.max_class = max_class
-        self.readers = Readers(path)
+        self.readers = Readers(path, sessions, self._stale, imports)
+        self._stale_rebuild = -STALE_REBUILD_EVERY
         self._lock = threading.RLock()  # the live connection
         self._catching = threading.Lock()  # one catch-up at a time
         self._rebuilding = threading.Lock()
@@ -122,6 +127,9 @@ class Index:
         self._background: list[threading.Thread] = []
         self._cancel = threading.Event()
         self._forgotten: set[str] = set()
+        self._building: IndexDB | None = None
+        #: Why the next build from nothing happens, when it is not the owner's reindex ("" otherwise).
+        self.rebuild_reason = ""
 
     # Opening and closing ---------------------------------------------------------------------------
 
@@ -139,7 +147,13 @@ class Index:
             Path(f"{self.path}.new{suffix}").unlink(missing_ok=True)
         try:
             self._db = self._open_file(self.path)
-        except (sqlite3.DatabaseError, SchemaMismatch) as exc:
+        except SchemaMismatch as exc:
+            log.warning("%s: %s; deleting it and building it again from the logs", self.path, exc)
+            self.rebuild_reason = f"index schema version {exc.version} replaced by {SCHEMA_VERSION}"
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._db = self._open_file(self.path)
+        except sqlite3.DatabaseError as exc:
             self._move_aside(exc)
             try:
                 self._db = self._open_file(self.path)
@@ -315,7 +329,7 @@ class Index:
 
     def _add_notes(self, notes: Sequence[Note], data: bytes) -> None:
         with self._lock:
-            now = _stat(self.notes)
+            now = stat_of(self.notes)
             if now == self._notes_stat:
                 return  # a recall's `refresh_notes` saw this append first and indexed it
             if now is None or now[0] != self._notes_bytes + len(data):
@@ -334,11 +348,11 @@ class Index:
         with self._lock:
             if self._appended_notes():
                 return
-            data, stat = _snapshot(self.notes)
+            data, stat = snapshot(self.notes)
             if stat is None:
                 log.warning("%s is missing; the notes in the index stay as they were", self.notes)
                 return
-            if not _sync_notes(self.db, data):
+            if not sync_index_notes(self.db, data):
                 log.info("notes.md was edited by hand; indexing its notes again")
             self._load_notes_state(data, stat)
 
@@ -347,7 +361,7 @@ class Index:
         (a start in a home of 100,000 notes never holds it whole). False, with nothing done, when
         notes.md is missing or changed otherwise (`sync_notes` then reads it whole)."""
         known = int(self.db.meta("notes_bytes") or 0)
-        read = _read_notes(self.notes, known)
+        read = read_notes(self.notes, known)
         if read is None:
             return False
         head, whole, tail, size, stat = read
@@ -371,7 +385,7 @@ class Index:
         Raises:
             sqlite3.Error: the index still cannot take them (it stays `behind`).
         """
-        if self._behind or _stat(self.notes) != self._notes_stat:
+        if self._behind or stat_of(self.notes) != self._notes_stat:
             self.sync_notes()
             if self._behind:
                 log.info("memory-index-behind: the notes are indexed again")
@@ -403,6 +417,7 @@ class Index:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(fresh) + suffix).unlink(missing_ok=True)
             db = self._open_file(fresh, bulk=True)
+            self._building = db
             try:
                 self._fill(db)
                 optimize(db.conn)  # one segment per term: recall reads half as much (outside the locks)
@@ -415,9 +430,29 @@ class Index:
                     self._swap_in(fresh)
                     self._load_notes_state(*seen)
             finally:
+                self._building = None
                 db.conn.close()
+        self.rebuild_reason = ""
         log.info("reindexed: %d logs, %d records, %d notes", counts.logs, counts.records, counts.notes)
         return counts
+
+    def building(self) -> dict[str, Any] | None:
+        """A build from nothing in progress: ``{"rows": rows written so far, "reason": why ("" for a
+        reindex the owner or a withdrawal asked for)}``; None when none runs."""
+        db = self._building
+        if db is None:
+            return None
+        return {"rows": db.written, "reason": self.rebuild_reason}
+
+    def _stale(self) -> None:
+        """A hit could not be read back from its log (a log rewritten in place): build the index
+        again in the background, at most once every `STALE_REBUILD_EVERY` seconds."""
+        now = time.monotonic()
+        if self._rebuilding.locked() or now - self._stale_rebuild < STALE_REBUILD_EVERY:
+            return
+        self._stale_rebuild = now
+        log.warning("memory-index-stale: building the index again in the background")
+        self.rebuild_in_background()
 
     def rebuild_in_background(self) -> None:
         """Start `rebuild` on a background thread (after a withdrawal or a reinstatement, so the
@@ -457,8 +492,8 @@ class Index:
     def _fill(self, db: IndexDB) -> tuple[bytes, Stat]:
         """Catch `db` up with every session and notes.md; returns the notes.md it saw."""
         db.catch_up_all()
-        data, stat = _snapshot(self.notes)
-        _sync_notes(db, data)
+        data, stat = snapshot(self.notes)
+        sync_index_notes(db, data)
         return data, stat
 
     def _swap_in(self, fresh: Path) -> None:
@@ -487,67 +522,3 @@ class Index:
     def counts(self) -> Counts:
         """What the index holds now (read without waiting for a writer)."""
         return self.readers.counts()
-
-
-def _snapshot(path: Path) -> tuple[bytes, Stat]:
-    """A file's bytes and the (size, mtime) they were read at; nothing for a missing file."""
-    try:
-        with path.open("rb") as handle:
-            info = os.fstat(handle.fileno())
-            return handle.read(), (info.st_size, info.st_mtime_ns)
-    except FileNotFoundError:
-        return b"", None
-
-
-def _read_notes(path: Path, known: int) -> tuple[Any, Any, bytes, int, Stat] | None:
-    """notes.md read in pieces: the sha256 of its first `known` bytes and of all of it, the bytes
-    after `known`, its size and the (size, mtime) it was read at; None when it is missing."""
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return None
-    with handle:
-        info = os.fstat(handle.fileno())
-        head, whole, tail, offset = hashlib.sha256(), hashlib.sha256(), [], 0
-        while offset < info.st_size:
-            chunk = handle.read(min(1 << 20, info.st_size - offset))
-            if not chunk:
-                break
-            whole.update(chunk)
-            head.update(chunk[: max(0, known - offset)])
-            if offset + len(chunk) > known:
-                tail.append(chunk[max(0, known - offset) :])
-            offset += len(chunk)
-    return head, whole, b"".join(tail), offset, (info.st_size, info.st_mtime_ns)
-
-
-def _stat(path: Path) -> Stat:
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    return info.st_size, info.st_mtime_ns
-
-
-def _sync_notes(db: IndexDB, data: bytes) -> bool:
-    """Bring `db`'s notes in line with notes.md's `data`, in one transaction. Returns True when
-    notes.md had only grown by appending since `db` last saw it (the new notes were added), False
-    when it had changed otherwise (every note was indexed again). Only the appended bytes are parsed
-    when they start with a note's header, so a start costs the same at any size."""
-    known = int(db.meta("notes_bytes") or 0)
-    count = int(db.meta("notes_count") or 0)
-    meta = {"notes_sha256": hashlib.sha256(data).hexdigest(), "notes_bytes": str(len(data))}
-    grown = known <= len(data) and hashlib.sha256(data[:known]).hexdigest() == (
-        db.meta("notes_sha256") or hashlib.sha256().hexdigest()
-    )
-    tail = normalise_newlines(data[known:].decode("utf-8", errors="replace")) if grown else ""
-    if grown and (not tail.strip() or is_header(tail.lstrip("\n").split("\n", 1)[0])):
-        added = [dataclasses.replace(note, position=note.position + count) for note in parse_notes(tail)]
-        db.add_notes(added, meta)
-        return True
-    notes = parse_notes(normalise_newlines(data.decode("utf-8", errors="replace")))
-    if grown and len(notes) >= count:
-        db.add_notes(notes[count:], meta)
-        return True
-    db.replace_notes(notes, meta)
-    return False

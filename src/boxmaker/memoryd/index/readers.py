@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
+from boxmaker.memoryd.index.rowtext import hits
 from boxmaker.memoryd.index.schema import LIVE_CACHE_KIB, Counts, counts_of
-from boxmaker.memoryd.index.search import Frequencies, Planned, hits, merge, plan, scored
+from boxmaker.memoryd.index.search import Frequencies, Planned, merge, plan, scored
 
 #: Reader connections kept open between recalls, at most.
 IDLE_READERS = 4
@@ -61,10 +62,20 @@ class _Gate:
 
 
 class Readers:
-    """Read-only access to one index file, safe from many threads."""
+    """Read-only access to one index file, safe from many threads; hits are read back from the logs
+    in `sessions` and import archives in `imports` (`rowtext`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        sessions: Path,
+        on_stale: Callable[[], None] | None = None,
+        imports: Path | None = None,
+    ) -> None:
         self.path = path
+        self.sessions = sessions
+        self.imports = imports
+        self.on_stale = on_stale
         self._gate = _Gate()
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -105,10 +116,12 @@ class Readers:
         with self.reading() as conn:
             matches = plan(conn, query, self.frequencies)
             if len(matches) == 1:
-                return hits(conn, merge([scored(conn, matches[0], k)], k))
+                return hits(
+                    conn, self.sessions, merge([scored(conn, matches[0], k)], k), self.on_stale, self.imports
+                )
             second = self._pool.submit(self._scored_elsewhere, matches[1], k)
             first = scored(conn, matches[0], k)
-            return hits(conn, merge([first, second.result()], k))
+            return hits(conn, self.sessions, merge([first, second.result()], k), self.on_stale, self.imports)
 
     def _scored_elsewhere(self, planned: Planned, k: int) -> list[tuple[int, float]]:
         with self._connection() as conn:

@@ -1,5 +1,5 @@
-"""The index database's schema and connections (M5a section 6; STYLE 13): the ordered list of named
-migrations (`MIGRATIONS`; `db` documents the tables), opening a connection for live use or a bulk
+"""The index database's schema and connections (M5a section 6; STYLE 13): the schema and its version
+(`SCHEMA`, `SCHEMA_VERSION`; `db` documents the tables), opening a connection for live use or a bulk
 build, the one transaction context every write goes through, and the counts of what a database holds.
 """
 
@@ -14,24 +14,25 @@ from pathlib import Path
 from boxmaker.memoryd.index.query import TOKENIZER
 from boxmaker.proto import fsio
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (
-    (
-        "0001-sources",
-        "CREATE TABLE sources(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, data TEXT NOT NULL)",
-    ),
-    (
-        "0002-hits",
-        f"CREATE VIRTUAL TABLE hits USING fts5(text, ctx, time, content='', tokenize='{TOKENIZER}')",
-    ),
-    (
-        "0003-progress",
-        """CREATE TABLE progress(
-            log TEXT PRIMARY KEY, records INTEGER NOT NULL, offset INTEGER NOT NULL,
-            class TEXT NOT NULL, untrusted INTEGER NOT NULL, tail TEXT NOT NULL)""",
-    ),
-    ("0004-meta", "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"),
+#: The index's schema version, kept in the file's ``PRAGMA user_version``. The index is disposable
+#: (made from sessions/ and notes.md), so a file of any other version, older or newer, is not migrated in
+#: place: it is deleted and built again at start (`Index.open`). Bump it with any change to `SCHEMA` or to
+#: what a row holds (docs/decisions.md, issue 16).
+SCHEMA_VERSION = 2
+
+#: A new file's tables, made in one transaction with `SCHEMA_VERSION` (`db` says what each holds).
+SCHEMA: tuple[str, ...] = (
+    """CREATE TABLE logs(
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, records INTEGER NOT NULL,
+        offset INTEGER NOT NULL, class TEXT NOT NULL, untrusted INTEGER NOT NULL, tail TEXT NOT NULL)""",
+    """CREATE TABLE origins(
+        rowid INTEGER PRIMARY KEY, log INTEGER NOT NULL, record INTEGER NOT NULL, at INTEGER NOT NULL,
+        checked INTEGER NOT NULL, part INTEGER NOT NULL, label INTEGER NOT NULL)""",
+    "CREATE TABLE notes(rowid INTEGER PRIMARY KEY, data TEXT NOT NULL)",
+    f"CREATE VIRTUAL TABLE hits USING fts5(text, ctx, time, content='', tokenize='{TOKENIZER}')",
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # FTS5 keeps 64 MB of new terms in memory before writing a segment: far faster bulk builds.
-    ("0005-hits-hashsize", "INSERT INTO hits(hits, rank) VALUES ('hashsize', 67108864)"),
+    "INSERT INTO hits(hits, rank) VALUES ('hashsize', 67108864)",
 )
 
 
@@ -40,7 +41,15 @@ LIVE_CACHE_KIB = 16384
 
 
 class SchemaMismatch(Exception):
-    """Raised when the database holds migrations this version does not know (rebuild it)."""
+    """Raised when an index file is of another schema version than `SCHEMA_VERSION` (it is rebuilt).
+
+    Attributes:
+        version: the file's version (0 for files made before versions were kept).
+    """
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"the index is of schema version {version}; this memoryd uses {SCHEMA_VERSION}")
+        self.version = version
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,22 +110,22 @@ def finish_bulk(conn: sqlite3.Connection) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Apply the migrations this database lacks, in order, each in its own transaction.
+    """Make the tables of a new (empty) file at `SCHEMA_VERSION`, in one transaction; check the version
+    of an existing one.
 
     Raises:
-        SchemaMismatch: the database has migrations this version does not know.
+        SchemaMismatch: the file holds tables of another version (the caller deletes and rebuilds it).
         sqlite3.DatabaseError: the file is not a usable database.
     """
-    conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY)")
-    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
-    unknown = done - {name for name, _ in MIGRATIONS}
-    if unknown:
-        raise SchemaMismatch(f"unknown migrations {sorted(unknown)}")
-    for name, sql in MIGRATIONS:
-        if name not in done:
-            with transaction(conn):
-                conn.execute(sql)
-                conn.execute("INSERT INTO migrations(name) VALUES (?)", (name,))
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version == SCHEMA_VERSION:
+        return
+    if conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
+        raise SchemaMismatch(version)
+    with transaction(conn):
+        for sql in SCHEMA:
+            conn.execute(sql)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 @contextmanager
@@ -133,7 +142,18 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 def counts_of(conn: sqlite3.Connection) -> Counts:
     """Logs read, rows from sessions and rows from notes of an index file."""
-    logs = conn.execute("SELECT count(*) FROM progress").fetchone()[0]
-    notes = conn.execute("SELECT count(*) FROM sources WHERE kind = 'note'").fetchone()[0]
-    total = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
-    return Counts(int(logs), int(total - notes), int(notes))
+    logs = conn.execute("SELECT count(*) FROM logs").fetchone()[0]
+    notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    records = conn.execute("SELECT count(*) FROM origins").fetchone()[0]
+    return Counts(int(logs), int(records), int(notes))
+
+
+def last_rowid(conn: sqlite3.Connection) -> int:
+    """The highest rowid of the index (session rows and notes share the FTS5 table's rowids); 0 when
+    empty."""
+    return int(
+        conn.execute(
+            "SELECT max((SELECT coalesce(max(rowid), 0) FROM origins),"
+            " (SELECT coalesce(max(rowid), 0) FROM notes))"
+        ).fetchone()[0]
+    )

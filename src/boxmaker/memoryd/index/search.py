@@ -30,11 +30,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-import msgspec
-
-from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query, render_match
-from boxmaker.proto.labels import DataClass, Label
+from boxmaker.memoryd.index.schema import last_rowid
 
 #: bm25 column weights: text, ctx, time.
 WEIGHTS = (1.0, 0.5, 0.3)
@@ -45,10 +42,6 @@ _BM25 = f"bm25(hits, {', '.join(str(w) for w in WEIGHTS)})"
 _RANKED = f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ? AND rowid >= ? ORDER BY {_BM25} LIMIT ?"
 _NEWEST = "SELECT rowid FROM hits WHERE hits MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
 _COUNT = "SELECT count(*) FROM (SELECT 1 FROM hits WHERE hits MATCH ? LIMIT ?)"
-_SOURCES = "SELECT rowid, data FROM sources WHERE rowid IN ({})"
-_DECODER = msgspec.json.Decoder(
-    tuple[str, str, str, str, int | None, int | None, str, str, str, str, int, str]
-)
 
 
 class Frequencies:
@@ -87,7 +80,7 @@ def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None
         sqlite3.Error: when the index cannot be read.
     """
     terms = list(query.terms)
-    size = conn.execute("SELECT coalesce(max(rowid), 0) FROM sources").fetchone()[0]
+    size = last_rowid(conn)
     if size <= BUDGET:
         return [(query.match, 0)]
     known = frequencies or Frequencies()
@@ -138,34 +131,3 @@ def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencie
         sqlite3.Error: when the index cannot be read.
     """
     return merge([scored(conn, planned, k) for planned in plan(conn, query, frequencies)], k)
-
-
-def hits(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Hit]:
-    """The hits of `rowids`, in that order.
-
-    Raises:
-        sqlite3.Error: when the index cannot be read.
-    """
-    if not rowids:
-        return []
-    rows = conn.execute(_SOURCES.format(",".join("?" * len(rowids))), list(rowids)).fetchall()
-    by_id = {row[0]: row[1] for row in rows}
-    return [_hit(by_id[rowid]) for rowid in rowids if rowid in by_id]
-
-
-def search(
-    conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencies | None = None
-) -> list[Hit]:
-    """The best `k` hits for `query`, best first.
-
-    Raises:
-        sqlite3.Error: when the index cannot be read.
-    """
-    return hits(conn, rank(conn, query, k, frequencies))
-
-
-def _hit(data: str) -> Hit:
-    key, kind, role, session, _, _, time, speaker, origin, data_class, untrusted, text = _DECODER.decode(data)
-    return Hit(
-        key, kind, role, session, time, speaker, origin, Label(DataClass(data_class), bool(untrusted)), text
-    )

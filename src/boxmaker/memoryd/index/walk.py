@@ -7,18 +7,21 @@ empty, each tool call as ``name arguments``, and `tool_summary` content (labelle
 the session's label and its own). Never tool results, never reasoning, never the fixed sentence loopd
 writes to close a cancelled or failed turn (the `assistant` record before a `turn_end`), never loopd's
 own fixed prompt (a `user` record with speaker ``loopd``: the memory flush's, issue 19). A row above
-``max_class`` is not indexed, and its text never reaches another row's context. Every text is stored
-with its credentials replaced (`check.secrets.redact`), so recall never returns one.
+``max_class`` is not indexed, and its text never reaches another row's context. Every text is indexed
+with its credentials replaced (`check.secrets.redact`), and a hit's text is redacted when it is read
+back, so recall never returns one.
 
-A row is two tuples: its source (the `sources` table) and its searchable columns (the `hits` table):
-``text`` (``speaker: text`` for a user turn with a speaker), ``ctx`` (the two indexed user or assistant
-texts before it in the session: document expansion), ``time`` (its date in words). CJK runs are stored
-as overlapping two-character pieces (`query.cjk_bigrams`).
+A row is two tuples: where its text is (a `Row`: the log, the record, its line's offset, the part, the
+label) and its searchable columns (the `hits` table): ``text`` (``speaker: text`` for a user turn with a
+speaker), ``ctx`` (the two indexed user or assistant texts before it in the session: document
+expansion), ``time`` (its date in words). CJK runs are stored as overlapping two-character pieces
+(`query.cjk_bigrams`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -35,10 +38,56 @@ TEXT_LIMIT = 100_000
 #: At most this many characters of each text before a row go into its context.
 CONTEXT_LIMIT = 2_000
 
-#: (key, kind, role, session, epoch, record, time, speaker, origin, class, untrusted, shown text)
-Source: TypeAlias = tuple[str, str, str, str, int | None, int | None, str, str, str, str, int, str]
+#: A session row as the index stores it (the `origins` table): (log id, record number in the log, the
+#: byte offset of its line, the line's check (`line_check`), part, label). Part 0 is the record's own
+#: text, part i + 1 its tool call i; the label is the class rank (0-2) times 2 plus 1 when untrusted.
+#: What a hit shows is read back from the log line (`shown_parts`; `rowtext`), not stored.
+Row: TypeAlias = tuple[int, int, int, int, int, int]
 #: (text, ctx, time) as the FTS5 table indexes them.
 Searchable: TypeAlias = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One indexed text of a record: its part number (`Row`), kind, role, speaker, the text a hit
+    shows, the text indexed (``speaker: text`` for a user turn with a speaker) and whether it goes into
+    the context of the rows after it."""
+
+    part: int
+    kind: str
+    role: str
+    speaker: str
+    shown: str
+    indexed: str
+    context: bool
+
+
+def line_check(line: bytes) -> int:
+    """A log line's check as a row keeps it: 23 bits of its CRC-32 (three bytes in SQLite), so a
+    line changed underneath is not shown as the one indexed."""
+    return zlib.crc32(line) & 0x7FFFFF
+
+
+def shown_parts(record: Record) -> list[Part]:
+    """The indexed texts of one record, as the walk indexes them and a hit shows them: a `user`
+    turn, an `assistant` turn's content when not empty and each tool call as ``name arguments``, a
+    `tool_summary` (its speaker the tool call's name); nothing for any other record."""
+    if isinstance(record, User):
+        speaker = record.speaker or ""
+        text = f"{speaker}: {record.content}" if speaker else record.content
+        return [Part(0, "turn", "user", speaker, record.content, text, True)]
+    if isinstance(record, Assistant):
+        parts = []
+        if record.content and record.content.strip():
+            parts.append(Part(0, "turn", "assistant", "", record.content, record.content, True))
+        for i, call in enumerate(record.tool_calls):
+            text = f"{call.name} {call.arguments}"
+            parts.append(Part(i + 1, "turn", "call", "", text, text, False))
+        return parts
+    if isinstance(record, ToolSummary):
+        return [Part(0, "summary", "summary", record.call, record.content, record.content, False)]
+    return []
+
 
 _RANK = {DataClass.PUBLIC: 0, DataClass.PRIVATE: 1, DataClass.SECRET: 2}
 
@@ -67,9 +116,9 @@ class Walk:
 
 @dataclass(slots=True)
 class Rows:
-    """Rows made by a walk, ready for ``executemany``."""
+    """Rows made by a walk: what the `rows` table stores and what FTS5 indexes, in the same order."""
 
-    sources: list[Source] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     searchable: list[Searchable] = field(default_factory=list)
 
 
@@ -88,17 +137,18 @@ def time_of(stamp: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - a de
 
 
 def walk_records(
-    session: str,
-    epoch: int,
+    log: int,
     first: int,
     records: Sequence[Record],
+    lines: Sequence[tuple[int, int]],
     walk: Walk,
     *,
     max_class: DataClass,
     rows: Rows,
     skip: Callable[[int], bool] | None = None,
 ) -> None:
-    """Append the rows of `records` (numbered from `first` in the log) to `rows`, advancing `walk`.
+    """Append the rows of `records` (numbered from `first` in the log whose id is `log`; `lines[i]` is
+    record i's line's byte offset and `line_check`) to `rows`, advancing `walk`.
 
     `skip(number)` True leaves that record out (a withdrawn record, seed 003 section 12.2): no row, and
     its text never reaches another row's context; what it did to the label still counts.
@@ -117,77 +167,13 @@ def walk_records(
                 continue
         if walk.rank > limit or (skip is not None and skip(number)):
             continue
-        key = f"session/{session}/{epoch}/{number}"
-        if isinstance(record, User):
-            speaker = record.speaker or ""
-            text = f"{speaker}: {record.content}" if speaker else record.content
-            _add(
-                rows,
-                walk,
-                (
-                    key,
-                    "turn",
-                    "user",
-                    session,
-                    epoch,
-                    number,
-                    record.time,
-                    speaker,
-                    "",
-                    walk.data_class,
-                    int(walk.untrusted),
-                    record.content,
-                ),
-                text,
-                True,
-            )
-        elif isinstance(record, Assistant):
-            label = (walk.data_class, int(walk.untrusted))
-            if record.content and record.content.strip():
-                _add(
-                    rows,
-                    walk,
-                    (
-                        key,
-                        "turn",
-                        "assistant",
-                        session,
-                        epoch,
-                        number,
-                        record.time,
-                        "",
-                        "",
-                        *label,
-                        record.content,
-                    ),
-                    record.content,
-                    True,
-                )
-            for i, call in enumerate(record.tool_calls):
-                text = f"{call.name} {call.arguments}"
-                _add(
-                    rows,
-                    walk,
-                    (f"{key}/{i}", "turn", "call", session, epoch, number, record.time, "", "", *label, text),
-                    text,
-                    False,
-                )
-        elif isinstance(record, ToolSummary):
-            source = (
-                key,
-                "summary",
-                "summary",
-                session,
-                epoch,
-                number,
-                record.time,
-                record.call,
-                "",
-                walk.data_class,
-                int(walk.untrusted),
-                record.content,
-            )
-            _add(rows, walk, source, record.content, False)
+        parts = shown_parts(record)
+        if not parts:
+            continue
+        label = walk.rank * 2 + int(walk.untrusted)
+        offset, check = lines[number - first]
+        for part in parts:
+            _add(rows, walk, (log, number, offset, check, part.part, label), part, record.time)
 
 
 def _closing(records: Sequence[Record], index: int) -> bool:
@@ -207,15 +193,12 @@ def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
     return cjk_bigrams(text)
 
 
-def _add(rows: Rows, walk: Walk, source: Source, text: str, context: bool) -> None:
-    # Recall never returns a credential: the row's text and shown text are stored redacted (the log
-    # itself stays as it is; issue 15 item 5).
-    text = redact(text)
-    source = (*source[:11], redact(source[11][:TEXT_LIMIT]))
-    rows.sources.append(source)
+def _add(rows: Rows, walk: Walk, row: Row, part: Part, time: str) -> None:
+    # Recall never returns a credential: the row's text is indexed redacted, and a hit's text is
+    # redacted when read back (the log itself stays as it is; issue 15 item 5).
+    text = redact(part.indexed)
+    rows.rows.append(row)
     ctx = "\n".join(walk.tail)
-    rows.searchable.append(
-        (searchable_text(text), searchable_text(ctx, 2 * CONTEXT_LIMIT), time_of(source[6]))
-    )
-    if context:
+    rows.searchable.append((searchable_text(text), searchable_text(ctx, 2 * CONTEXT_LIMIT), time_of(time)))
+    if part.context:
         walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], text[:CONTEXT_LIMIT]]
