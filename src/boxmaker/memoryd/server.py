@@ -15,7 +15,7 @@ import sys
 import threading
 
 from boxmaker.memoryd.config import Config
-from boxmaker.memoryd.index.index import fts5_problem
+from boxmaker.memoryd.index.schema import fts5_problem
 from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, MCP_KINDS, Memoryd
 from boxmaker.proto import homecheck
 from boxmaker.proto.daemon import serve_until_signal

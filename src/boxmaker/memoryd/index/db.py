@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import sqlite3
 import threading
@@ -53,13 +52,12 @@ import msgspec
 
 from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files.notes import Note
+from boxmaker.memoryd.index import logfiles
 from boxmaker.memoryd.index.prefetch import prefetch
 from boxmaker.memoryd.index.schema import Counts, counts_of, last_rowid, transaction
 from boxmaker.memoryd.index.walk import Row, Rows, Walk, line_check, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
-from boxmaker.proto.archives import archive_ids, archive_path, is_import_id
 from boxmaker.proto.fsio import complete_lines
-from boxmaker.proto.ids import OWNER_SESSION, is_session_id
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import Record, decode_record
 
@@ -172,42 +170,6 @@ class IndexDB:
         #: Rows this writer has written (a build's progress, read from other threads).
         self.written = 0
 
-    # Session logs --------------------------------------------------------------------------------
-
-    def session_ids(self) -> list[str]:
-        """Every session folder with a valid id, then every import archive, sorted. A folder under
-        sessions/ named like an import archive (reserved) is not indexed."""
-        try:
-            with os.scandir(self.sessions) as entries:
-                names = sorted(entry.name for entry in entries if entry.is_dir())
-        except FileNotFoundError:
-            names = []
-        kept = [n for n in names if is_session_id(n) and n != OWNER_SESSION and not is_import_id(n)]
-        for name in sorted(set(names) - set(kept)):
-            log.warning("ignoring %s: not a session id of an agent", self.sessions / name)
-        imported = archive_ids(self.imports) if self.imports is not None else []
-        return sorted([*kept, *imported])
-
-    def log_path(self, session: str, epoch: int) -> Path:
-        """The file of one log: ``sessions/<id>/<epoch>.jsonl``, or an import's archive (epoch 0)."""
-        if is_import_id(session) and self.imports is not None:
-            return archive_path(self.imports, session)
-        return self.sessions / f"{session}/{epoch}.jsonl"
-
-    def epochs(self, session: str) -> list[int]:
-        """The epoch numbers of a session's logs, in order (an import archive is epoch 0)."""
-        if is_import_id(session):
-            return [0] if self.imports is not None and self.log_path(session, 0).is_file() else []
-        try:
-            found = [name[:-6] for name in os.listdir(self.sessions / session) if name.endswith(".jsonl")]
-        except OSError:
-            return []
-        return sorted(
-            int(stem)
-            for stem in found
-            if stem.isascii() and stem.isdigit() and (stem == "0" or not stem.startswith("0"))
-        )
-
     def catch_up(self, session: str) -> int:
         """Index the records of `session` past its progress, every epoch. Returns rows added.
 
@@ -231,7 +193,7 @@ class IndexDB:
             Cancelled: `cancel` was set.
         """
         guard = lock if lock is not None else contextlib.nullcontext()
-        names = self.session_ids() if sessions is None else list(sessions)
+        names = logfiles.session_ids(self.sessions, self.imports) if sessions is None else list(sessions)
         select = "SELECT name, records, offset, class, untrusted, tail FROM logs"
         with guard:
             if len(names) == 1:  # the logs of session S are named "S/N.jsonl": from "S/" up to "S0"
@@ -259,7 +221,7 @@ class IndexDB:
             if excluded.session(session):
                 continue
             carry: Walk | None = None
-            for epoch in self.epochs(session):
+            for epoch in logfiles.epochs(self.sessions, self.imports, session):
                 log_state = self._start(session, epoch, carry, progress)
                 if log_state is None:
                     continue
@@ -287,7 +249,7 @@ class IndexDB:
             LogShrank: the log is shorter than what was indexed.
         """
         name = f"{session}/{epoch}.jsonl"
-        path = self.log_path(session, epoch)
+        path = logfiles.log_path(self.sessions, self.imports, session, epoch)
         row = progress.get(name)
         ident = self._log_ids.get(name)
         if ident is None:

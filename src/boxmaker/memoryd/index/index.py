@@ -23,7 +23,6 @@ Concurrency, so memoryd always answers:
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import logging
@@ -35,13 +34,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from boxmaker.memoryd.files.entries import normalise_newlines
-from boxmaker.memoryd.files.notes import Note, is_header
-from boxmaker.memoryd.files.notes import parse as parse_notes
+from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
 from boxmaker.memoryd.index.forget import forget
 from boxmaker.memoryd.index.hits import Hit
-from boxmaker.memoryd.index.notesync import Stat, read_notes, snapshot, stat_of, sync_index_notes
+from boxmaker.memoryd.index.notesync import Stat, add_appended, snapshot, stat_of, sync_index_notes
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.readers import Readers
 from boxmaker.memoryd.index.schema import (
@@ -68,18 +65,6 @@ STALE_REBUILD_EVERY = 60.0
 
 class IndexUnusable(BoxmakerError):
     """Raised when the index folder or file cannot be created at all (memoryd-start-failed)."""
-
-
-def fts5_problem() -> str:
-    """ "" when Python's SQLite has FTS5 with the porter tokenizer, else a sentence saying what lacks."""
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
-    except sqlite3.Error as exc:
-        return f"Python's SQLite {sqlite3.sqlite_version} has no usable FTS5 ({exc})"
-    finally:
-        conn.close()
-    return ""
 
 
 class Index:
@@ -357,24 +342,12 @@ class Index:
             self._load_notes_state(data, stat)
 
     def _appended_notes(self) -> bool:
-        """Add the notes appended to notes.md since the index last saw it, reading the file in pieces
-        (a start in a home of 100,000 notes never holds it whole). False, with nothing done, when
-        notes.md is missing or changed otherwise (`sync_notes` then reads it whole)."""
-        known = int(self.db.meta("notes_bytes") or 0)
-        read = read_notes(self.notes, known)
-        if read is None:
+        """`notesync.add_appended` on the live file, remembering what it read. False, with nothing
+        done, when notes.md is missing or changed otherwise (`sync_notes` then reads it whole)."""
+        seen = add_appended(self.db, self.notes)
+        if seen is None:
             return False
-        head, whole, tail, size, stat = read
-        text = normalise_newlines(tail.decode("utf-8", errors="replace"))
-        empty = hashlib.sha256().hexdigest()
-        if size < known or head.hexdigest() != (self.db.meta("notes_sha256") or empty):
-            return False
-        if text.strip() and not is_header(text.lstrip("\n").split("\n", 1)[0]):
-            return False
-        count = int(self.db.meta("notes_count") or 0)
-        added = [dataclasses.replace(note, position=note.position + count) for note in parse_notes(text)]
-        self.db.add_notes(added, {"notes_sha256": whole.hexdigest(), "notes_bytes": str(size)})
-        self._notes_hash, self._notes_bytes, self._notes_stat = whole, size, stat
+        self._notes_hash, self._notes_bytes, self._notes_stat = seen
         return True
 
     def refresh_notes(self) -> None:

@@ -81,3 +81,29 @@ def sync_index_notes(db: IndexDB, data: bytes) -> bool:
         return True
     db.replace_notes(notes, meta)
     return False
+
+
+def add_appended(db: IndexDB, path: Path) -> tuple[Any, int, Stat] | None:
+    """Add to `db` the notes appended to notes.md (`path`) since the index last saw it, reading the
+    file in pieces (a start in a home of 100,000 notes never holds it whole). Returns the sha256 of the
+    whole file, its size and the (size, mtime) it was read at; None, with nothing done, when notes.md is
+    missing or was changed otherwise than by appending notes (the caller then reads it whole).
+
+    Raises:
+        sqlite3.Error: the index cannot take the notes.
+    """
+    known = int(db.meta("notes_bytes") or 0)
+    read = read_notes(path, known)
+    if read is None:
+        return None
+    head, whole, tail, size, stat = read
+    text = normalise_newlines(tail.decode("utf-8", errors="replace"))
+    empty = hashlib.sha256().hexdigest()
+    if size < known or head.hexdigest() != (db.meta("notes_sha256") or empty):
+        return None
+    if text.strip() and not is_header(text.lstrip("\n").split("\n", 1)[0]):
+        return None
+    count = int(db.meta("notes_count") or 0)
+    added = [dataclasses.replace(note, position=note.position + count) for note in parse_notes(text)]
+    db.add_notes(added, {"notes_sha256": whole.hexdigest(), "notes_bytes": str(size)})
+    return whole, size, stat

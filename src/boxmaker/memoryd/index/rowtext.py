@@ -26,9 +26,9 @@ import msgspec
 
 from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.index.hits import Hit
+from boxmaker.memoryd.index.logfiles import log_file
 from boxmaker.memoryd.index.walk import TEXT_LIMIT, line_check, shown_parts
 from boxmaker.proto import fsio
-from boxmaker.proto.archives import archive_path, is_import_id
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.records import decode_record
 
@@ -46,15 +46,6 @@ _CLASSES = (DataClass.PUBLIC, DataClass.PRIVATE, DataClass.SECRET)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: How much of a log line is read at a time, in bytes.
 _READ = 16384
-
-
-def log_file(sessions: Path, imports: Path | None, name: str) -> Path:
-    """The file of the log a row names (``S/N.jsonl``): ``sessions/S/N.jsonl``, or for an import's
-    archive id ``imports/<source>/S.jsonl`` (issue 17; `proto.archives`)."""
-    session = name.partition("/")[0]
-    if imports is not None and is_import_id(session):
-        return archive_path(imports, session)
-    return sessions / name
 
 
 def hits(

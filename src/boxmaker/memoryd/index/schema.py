@@ -40,6 +40,18 @@ SCHEMA: tuple[str, ...] = (
 LIVE_CACHE_KIB = 16384
 
 
+def fts5_problem() -> str:
+    """ "" when Python's SQLite has FTS5 with the porter tokenizer, else a sentence saying what lacks."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+    except sqlite3.Error as exc:
+        return f"Python's SQLite {sqlite3.sqlite_version} has no usable FTS5 ({exc})"
+    finally:
+        conn.close()
+    return ""
+
+
 class SchemaMismatch(Exception):
     """Raised when an index file is of another schema version than `SCHEMA_VERSION` (it is rebuilt).
 
