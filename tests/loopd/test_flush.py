@@ -364,8 +364,9 @@ def test_the_flush_prompt_is_not_indexed_but_what_the_flush_saved_is() -> None:
         Assistant(time="2026-11-29T12:00:02Z", content="Saved the boat's name."),
     ]
     rows = Rows()
-    walk_records("chat-one", 0, 1, records, Walk(), max_class=DataClass.PRIVATE, rows=rows)
-    shown = [source[11] for source in rows.sources]
+    lines = [(n * 100, 0) for n in range(len(records))]  # (line offset, check): not read here
+    walk_records(1, 1, records, lines, Walk(), max_class=DataClass.PRIVATE, rows=rows)
+    shown = [searchable[0] for searchable in rows.searchable]
     assert not any(FLUSH in text for text in shown)
     assert any(FACT in text for text in shown)
     assert "Saved the boat's name." in shown
