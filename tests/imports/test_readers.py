@@ -142,3 +142,22 @@ def test_a_hermes_db_that_is_not_one_is_refused(tmp_path: Path) -> None:
     sqlite3.connect(home / "state.db").close()
     with pytest.raises(Malformed, match=r"has no schema_version table: not a Hermes state\.db"):
         hermes.parse(home)
+
+
+def test_json_nested_too_deeply_is_refused_naming_the_file_and_place(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "conversations.json"
+    path.write_text(deep)
+    with pytest.raises(Malformed, match=r"holds JSON nested too deeply to read; nothing was imported$"):
+        chatgpt.parse(path)
+    lines = tmp_path / "conversations.jsonl"
+    lines.write_text(json.dumps({"uuid": "u1", "chat_messages": []}) + "\n" + deep + "\n")
+    with pytest.raises(Malformed, match=r"conversations\.jsonl, line 2: holds JSON nested too deeply"):
+        claude.parse(lines)
+    home = exports.hermes_home(tmp_path)
+    conn = sqlite3.connect(home / "state.db")
+    conn.execute("UPDATE messages SET tool_calls = ? WHERE tool_calls IS NOT NULL", (deep,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(Malformed, match=r"state\.db, session 20260301_101500_ab12cd message 3: holds JSON"):
+        hermes.parse(home)

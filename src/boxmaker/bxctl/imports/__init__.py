@@ -19,7 +19,7 @@ import click
 
 from boxmaker.bxctl import client
 from boxmaker.bxctl.imports import chatgpt, claude, claude_code, gemini, hermes
-from boxmaker.bxctl.imports.parsed import Conversation, Malformed, Parsed
+from boxmaker.bxctl.imports.parsed import NESTED, Conversation, Malformed, Parsed
 from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
 from boxmaker.bxctl.progress import progress_bar
 from boxmaker.bxctl.state import State, pass_state
@@ -107,6 +107,8 @@ def import_(
         _check(parsed, path)
     except Malformed as exc:
         raise ImportRefused(str(exc)) from None
+    except RecursionError:  # a value nested so deep that writing it as JSON again fails
+        raise ImportRefused(str(Malformed(path, "", NESTED))) from None
     socket = memory_socket_path(state, memory_socket)
     origin = str(path.absolute())
     too_large = _too_large(parsed)

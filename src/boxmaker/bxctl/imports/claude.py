@@ -28,6 +28,7 @@ from boxmaker.bxctl.imports.parsed import (
     Parsed,
     from_iso,
     load_json,
+    loads,
     read_text,
     text_of,
 )
@@ -61,10 +62,7 @@ def _lines(file: Path) -> list[Any]:
     for number, line in enumerate(read_text(file).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            found.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise Malformed(file, f"line {number}", f"is not JSON ({exc.msg})") from None
+        found.append(loads(line, file, f"line {number}"))
     return found
 
 

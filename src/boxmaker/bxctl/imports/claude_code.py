@@ -29,6 +29,7 @@ from boxmaker.bxctl.imports.parsed import (
     Parsed,
     Suggestion,
     from_iso,
+    loads,
     read_text,
     text_of,
 )
@@ -82,10 +83,7 @@ def _transcript(path: Path) -> Conversation:
         if not line.strip():
             continue
         place = f"line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise Malformed(path, place, f"is not JSON ({exc.msg})") from None
+        record = loads(line, path, place)
         if not isinstance(record, dict):
             raise Malformed(path, place, "is not a JSON object")
         kind = record.get("type")

@@ -30,6 +30,7 @@ from boxmaker.bxctl.imports.parsed import (
     Parsed,
     Suggestion,
     from_epoch,
+    loads,
     read_text,
 )
 
@@ -175,10 +176,7 @@ def _calls(path: Path, place: str, value: object) -> list[tuple[str, str, str]]:
     """An assistant row's tool_calls (JSON text, OpenAI's shape) as (id, name, arguments)."""
     if value is None or value == "":
         return []
-    try:
-        calls = json.loads(value) if isinstance(value, str) else value
-    except json.JSONDecodeError as exc:
-        raise Malformed(path, place, f"tool_calls is not JSON ({exc.msg})") from None
+    calls = loads(value, path, place, "tool_calls is") if isinstance(value, (str, bytes)) else value
     if not isinstance(calls, list):
         raise Malformed(path, place, "tool_calls is not a list")
     found = []

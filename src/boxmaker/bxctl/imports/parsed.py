@@ -19,6 +19,9 @@ from typing import Any
 #: 100,000); a longer text is cut there with a marker saying how long it was.
 TEXT_LIMIT = 200_000
 
+#: Why a JSON value nested deeper than Python's parser goes is refused.
+NESTED = "holds JSON nested too deeply to read"
+
 
 class Malformed(Exception):
     """An export bxctl cannot read: the sentence names the file and the place; nothing is imported."""
@@ -166,6 +169,24 @@ def load_json(path: Path) -> Any:
         raise Malformed(path, f"byte {exc.start}", "not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise Malformed(path, f"line {exc.lineno} column {exc.colno}", f"not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise Malformed(path, "", NESTED) from None
+
+
+def loads(text: str | bytes, path: Path, place: str, what: str = "is") -> Any:
+    """One JSON value found inside an export (a line of a ``.jsonl``, a database column).
+
+    Raises:
+        Malformed: naming `path` and `place`: ``{what} not JSON (...)``, or nested too deeply.
+    """
+    try:
+        return json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise Malformed(path, place, f"{what} not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise Malformed(path, place, f"{what} not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise Malformed(path, place, NESTED) from None
 
 
 def read_text(path: Path) -> str:
