@@ -123,6 +123,14 @@ def test_gemini_added_memories_are_entries_and_the_rest_a_suggestion(tmp_path: P
             "conversation 1 (x)",
         ),
         ("[{]", "line 1 column 3"),
+        (
+            '[{"id": "x", "mapping": {"a": {"message": null, "parent": ["b"]}}, "current_node": "a"}]',
+            "conversation 1 (x)",
+        ),
+        (
+            '[{"id": "x", "mapping": {"a": {"message": null, "parent": {"b": 1}}}, "current_node": "a"}]',
+            "conversation 1 (x)",
+        ),
     ],
 )
 def test_a_malformed_chatgpt_export_names_the_file_and_place(

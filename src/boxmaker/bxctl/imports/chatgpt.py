@@ -142,6 +142,8 @@ def _branch(
     seen: set[str] = set()
     node_id: Any = current
     while node_id is not None:
+        if not isinstance(node_id, str):
+            raise Malformed(file, place, f"names a parent {text_of(node_id)} that is not a node id")
         if node_id in seen:
             raise Malformed(file, place, f"has a cycle of parents at node {node_id}")
         seen.add(node_id)
