@@ -6,6 +6,7 @@ names the other."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -129,3 +130,29 @@ def test_a_conversation_id_that_comes_twice_is_refused_before_anything_is_sent(t
         "conversation 6790a1b2-0000-4000-8000-00000000c0de: comes twice; nothing was imported"
         in refused.output
     )
+
+
+def test_a_conversation_id_empty_or_too_long_for_a_request_is_refused_before_anything_is_sent(
+    home: Path, daemon: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "BATCH_BYTES", 3000)  # the first conversation would go alone, first
+    first = exports.chatgpt_conversation()
+    second = exports.chatgpt_conversation()
+    second["id"] = second["conversation_id"] = "c" * 513
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([first, second]))
+    refused = CliRunner().invoke(cli, ["import", "chatgpt", str(path)])
+    assert refused.exit_code == 1
+    assert f"{path}, conversation {'c' * 513}: has an id of 513 characters (1 to 512)" in refused.output
+    assert "nothing was imported" in refused.output
+    assert not (home / "imports").exists()
+    home_dir = exports.hermes_home(tmp_path)
+    conn = sqlite3.connect(home_dir / "state.db")
+    conn.execute("UPDATE sessions SET id = ''")
+    conn.execute("UPDATE messages SET session_id = ''")
+    conn.commit()
+    conn.close()
+    empty = CliRunner().invoke(cli, ["import", "hermes", str(home_dir)])
+    assert empty.exit_code == 1
+    assert f"{home_dir / 'state.db'}, conversation : has an id of 0 characters (1 to 512)" in empty.output
+    assert not (home / "imports").exists()

@@ -38,6 +38,9 @@ READERS: dict[str, Callable[[Path], Parsed]] = {
     "gemini": gemini.parse,
 }
 
+#: The longest conversation id a request takes (`messages.ImportedConversation.conversation`).
+ID_LIMIT = 512
+
 #: The most bytes of conversations one request carries (a frame holds 4 MiB).
 BATCH_BYTES = MAX_FRAME * 3 // 4
 
@@ -132,8 +135,9 @@ def import_(
 
 
 def _check(parsed: Parsed, path: Path) -> None:
-    """Every record as memoryd will check it (`proto.records`), and every conversation id once, so
-    nothing is sent of an export that memoryd would refuse halfway.
+    """Every record as memoryd will check it (`proto.records`), and every conversation id once and as
+    long as a request takes it (`ID_LIMIT`), so nothing is sent of an export that memoryd would refuse
+    halfway.
 
     Raises:
         Malformed: naming the conversation and the record.
@@ -141,6 +145,10 @@ def _check(parsed: Parsed, path: Path) -> None:
     seen: set[str] = set()
     for conversation in parsed.conversations:
         file = conversation.file or parsed.file or path
+        if not 0 < len(conversation.conversation) <= ID_LIMIT:
+            length = len(conversation.conversation)
+            place = f"conversation {conversation.conversation}"
+            raise Malformed(file, place, f"has an id of {length:,} characters (1 to {ID_LIMIT})")
         if conversation.conversation in seen:
             raise Malformed(file, f"conversation {conversation.conversation}", "comes twice")
         seen.add(conversation.conversation)
