@@ -156,3 +156,29 @@ def test_a_conversation_id_empty_or_too_long_for_a_request_is_refused_before_any
     assert empty.exit_code == 1
     assert f"{home_dir / 'state.db'}, conversation : has an id of 0 characters (1 to 512)" in empty.output
     assert not (home / "imports").exists()
+
+
+def test_a_huge_memory_file_is_named_not_sent_and_many_entries_go_in_several_requests(
+    home: Path, daemon: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "ENTRIES_PER_REQUEST", 2)
+    memories = tmp_path / "hermes" / "memories"
+    memories.mkdir(parents=True)
+    facts = [f"Fact {n}: the lighthouse keeper's boat is number {n}." for n in range(5)]
+    (memories / "MEMORY.md").write_text("\n§\n".join(["x" * 5_000_000, *facts]))
+    done = CliRunner().invoke(cli, ["import", "hermes", str(tmp_path / "hermes"), "--json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert data["too_large"] == [
+        {"entry": "memories/MEMORY.md entry 1", "file": "memory.md", "bytes": 5_000_414}
+    ]
+    assert [e["state"] for e in data["entries"]] == ["noted"] * 5
+    assert len(data["edits"]) == 3  # one journal line per request
+    pending = CliRunner().invoke(cli, ["memory", "pending", "--json"])
+    assert len(json.loads(pending.output)) == 5
+    said = CliRunner().invoke(cli, ["import", "hermes", str(tmp_path / "hermes")])
+    assert said.exit_code == 0, said.output
+    assert (
+        "memories/MEMORY.md entry 1 (for memory.md): not imported, too large for one request" in said.output
+    )
+    assert "entries: 5 brought before" in said.output
