@@ -169,3 +169,28 @@ def test_json_nested_too_deeply_is_refused_naming_the_file_and_place(tmp_path: P
     conn.close()
     with pytest.raises(Malformed, match=r"state\.db, session 20260301_101500_ab12cd message 3: holds JSON"):
         hermes.parse(home)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "kind", "message"),
+    [
+        ("reasoning_content", b"\xff", "bytes", 3),
+        ("content", b"\xff\xfe", "bytes", 3),
+        ("tool_name", b"\xff", "bytes", 4),
+        ("tool_call_id", b"call", "bytes", 4),
+    ],
+)
+def test_a_hermes_column_of_the_wrong_type_is_refused_naming_the_message(
+    tmp_path: Path, column: str, value: object, kind: str, message: int
+) -> None:
+    home = exports.hermes_home(tmp_path)
+    conn = sqlite3.connect(home / "state.db")
+    conn.execute(f"UPDATE messages SET {column} = ? WHERE id = ?", (value, message))
+    conn.commit()
+    conn.close()
+    with pytest.raises(Malformed) as refused:
+        hermes.parse(home)
+    assert str(refused.value) == (
+        f"{home / 'state.db'}, session 20260301_101500_ab12cd message {message}: has a {column} that is"
+        f" {kind}, not text; nothing was imported"
+    )

@@ -13,6 +13,8 @@ PATH is a Hermes home (``~/.hermes`` or a profile's folder: ``memories/`` and ``
   its visible messages (``active`` or ``compacted``, not compaction summaries), in time order; ``user``
   is the owner's turn, ``assistant`` a reply with its ``tool_calls`` (OpenAI's shape), ``tool`` an
   untrusted tool result; ``system`` rows are left out. Times are epoch seconds (REAL), kept in UTC.
+  ``content``, ``reasoning_content``, ``tool_name`` and ``tool_call_id`` are text or NULL: a blob there
+  refuses the import, naming the message and the column.
 """
 
 from __future__ import annotations
@@ -160,16 +162,31 @@ def _session(conn: sqlite3.Connection, path: Path, row: tuple[Any, ...]) -> Conv
         if when is None:
             raise Malformed(path, place, "has no time")
         last = when
-        text = content if isinstance(content, str) else ""
+        if role not in ("user", "assistant", "tool", "system"):
+            raise Malformed(path, place, f"has role {role!r}, not user, assistant, tool or system")
+        text = _column(path, place, "content", content)
         if role == "user":
             conversation.user(when, text)
         elif role == "assistant":
-            conversation.assistant(when, text or None, _calls(path, place, calls), reasoning or None)
+            thought = _column(path, place, "reasoning_content", reasoning)
+            conversation.assistant(when, text or None, _calls(path, place, calls), thought or None)
         elif role == "tool":
-            conversation.tool_result(when, str(tool or "tool"), str(call_id or ""), text)
-        elif role != "system":
-            raise Malformed(path, place, f"has role {role!r}, not user, assistant, tool or system")
+            name = _column(path, place, "tool_name", tool) or "tool"
+            conversation.tool_result(when, name, _column(path, place, "tool_call_id", call_id), text)
     return conversation
+
+
+def _column(path: Path, place: str, column: str, value: object) -> str:
+    """A text column's value ("" for NULL).
+
+    Raises:
+        Malformed: it holds a number or a blob (naming the message and the column).
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Malformed(path, place, f"has a {column} that is {type(value).__name__}, not text")
+    return value
 
 
 def _calls(path: Path, place: str, value: object) -> list[tuple[str, str, str]]:
