@@ -194,3 +194,15 @@ def test_a_hermes_column_of_the_wrong_type_is_refused_naming_the_message(
         f"{home / 'state.db'}, session 20260301_101500_ab12cd message {message}: has a {column} that is"
         f" {kind}, not text; nothing was imported"
     )
+
+
+def test_a_time_past_the_years_python_holds_in_utc_is_no_time(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    message = {"sender": "human", "created_at": "9999-12-31T23:59:59-05:00", "text": "far future"}
+    conversation = {"uuid": "u1", "created_at": "0001-01-01T00:30:00+01:00", "chat_messages": [message]}
+    path.write_text(json.dumps([conversation]))
+    with pytest.raises(Malformed, match=r"message 1: has no created_at time, nor has its conversation"):
+        claude.parse(path)
+    conversation["created_at"] = "2026-01-02T03:04:05+02:00"
+    path.write_text(json.dumps([conversation]))
+    assert claude.parse(path).conversations[0].records[0]["time"] == "2026-01-02T01:04:05Z"

@@ -134,7 +134,8 @@ def from_epoch(value: object) -> str | None:
 
 def from_iso(value: object) -> str | None:
     """An ISO 8601 time with an offset (``2026-01-02T03:04:05.678Z``, ``+02:00``) as UTC RFC 3339 with
-    ``Z``; None when it is not one (a time without an offset is not taken as UTC: it is None)."""
+    ``Z``; None when it is not one (a time without an offset is not taken as UTC: it is None), or when
+    it falls outside the years 1 to 9999 in UTC."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -143,7 +144,10 @@ def from_iso(value: object) -> str | None:
         return None
     if moment.tzinfo is None:
         return None
-    return _stamp(moment)
+    try:
+        return _stamp(moment)
+    except OverflowError:  # 9999-12-31T23:59:59-05:00 is past the last UTC time Python holds
+        return None
 
 
 def _stamp(moment: dt.datetime) -> str:
