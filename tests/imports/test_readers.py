@@ -5,6 +5,7 @@ one sentence naming the file and the place."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -206,3 +207,14 @@ def test_a_time_past_the_years_python_holds_in_utc_is_no_time(tmp_path: Path) ->
     conversation["created_at"] = "2026-01-02T03:04:05+02:00"
     path.write_text(json.dumps([conversation]))
     assert claude.parse(path).conversations[0].records[0]["time"] == "2026-01-02T01:04:05Z"
+
+
+def test_a_device_or_a_pipe_is_refused_before_it_is_opened(tmp_path: Path) -> None:
+    zero = tmp_path / "conversations.json"
+    zero.symlink_to("/dev/zero")  # endless: reading it whole would never end
+    with pytest.raises(Malformed, match=r"conversations\.json: is not a regular file; nothing was imported$"):
+        chatgpt.parse(zero)
+    pipe = tmp_path / "GEMINI.md"
+    os.mkfifo(pipe)  # opening it would wait for a writer forever
+    with pytest.raises(Malformed, match=r"GEMINI\.md: is not a regular file"):
+        gemini.parse(tmp_path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,12 +162,10 @@ def load_json(path: Path) -> Any:
     """A JSON file's value.
 
     Raises:
-        Malformed: it cannot be read or is not JSON (naming the line and column).
+        Malformed: it cannot be read, is not a regular file, or is not JSON (naming the line and
+            column).
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise Malformed(path, "", f"cannot be read ({exc.strerror or exc})") from None
+    data = _read(path)
     try:
         return json.loads(data)
     except UnicodeDecodeError as exc:
@@ -197,16 +196,28 @@ def read_text(path: Path) -> str:
     """A text file as UTF-8.
 
     Raises:
-        Malformed: it cannot be read or is not UTF-8.
+        Malformed: it cannot be read, is not a regular file, or is not UTF-8.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise Malformed(path, "", f"cannot be read ({exc.strerror or exc})") from None
+    data = _read(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Malformed(path, f"byte {exc.start}", "not UTF-8") from None
+
+
+def _read(path: Path) -> bytes:
+    """A regular file's bytes (a device such as /dev/zero or a pipe, named or reached by a symlink, is
+    refused before it is opened: it could be endless or never answer).
+
+    Raises:
+        Malformed: it cannot be read or is not a regular file.
+    """
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise Malformed(path, "", "is not a regular file")
+        return path.read_bytes()
+    except OSError as exc:
+        raise Malformed(path, "", f"cannot be read ({exc.strerror or exc})") from None
 
 
 def text_of(value: object) -> str:
