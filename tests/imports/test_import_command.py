@@ -182,3 +182,16 @@ def test_a_huge_memory_file_is_named_not_sent_and_many_entries_go_in_several_req
         "memories/MEMORY.md entry 1 (for memory.md): not imported, too large for one request" in said.output
     )
     assert "entries: 5 brought before" in said.output
+
+
+def test_a_refusal_shows_the_exports_control_characters_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([{"id": "evil\x1b[2J\x1b]8;;https://x.example\x07\u202e", "mapping": 5}]))
+    refused = CliRunner().invoke(cli, ["import", "chatgpt", str(path)], color=True)
+    assert refused.exit_code == 1
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in refused.output
+    assert (
+        f"{path}, conversation 1 (evil\\x1b[2J\\x1b]8;;https://x.example\\x07\\u202e): has no mapping;"
+        " nothing was imported" in refused.output
+    )

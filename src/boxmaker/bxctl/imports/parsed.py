@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from boxmaker.proto.escape import escape_line
+
 #: The most characters of one record's text an archive keeps (what the index reads of a record is
 #: 100,000); a longer text is cut there with a marker saying how long it was.
 TEXT_LIMIT = 200_000
@@ -25,11 +27,13 @@ NESTED = "holds JSON nested too deeply to read"
 
 
 class Malformed(Exception):
-    """An export bxctl cannot read: the sentence names the file and the place; nothing is imported."""
+    """An export bxctl cannot read: the sentence names the file and the place (escaped: `escape_line`);
+    nothing is imported."""
 
     def __init__(self, path: Path | str | None, place: str, why: str) -> None:
         where = f"{path}, {place}" if place else str(path)
-        super().__init__(f"{where}: {why}; nothing was imported")
+        # the place quotes the export (a conversation id, a node id): escaped, so it cannot act on a terminal
+        super().__init__(f"{escape_line(f'{where}: {why}')}; nothing was imported")
 
 
 @dataclass(slots=True)
