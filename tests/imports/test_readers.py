@@ -218,3 +218,15 @@ def test_a_device_or_a_pipe_is_refused_before_it_is_opened(tmp_path: Path) -> No
     os.mkfifo(pipe)  # opening it would wait for a writer forever
     with pytest.raises(Malformed, match=r"GEMINI\.md: is not a regular file"):
         gemini.parse(tmp_path)
+
+
+def test_a_hermes_home_whose_path_holds_uri_characters_is_read_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "a?b#c%20d"
+    root.mkdir()
+    home = exports.hermes_home(root)
+    before = sorted(tmp_path.rglob("*"))
+    parsed = hermes.parse(home)
+    assert [c.conversation for c in parsed.conversations] == ["20260301_101500_ab12cd"]
+    assert sorted(tmp_path.rglob("*")) == before  # no file opened read-write beside it

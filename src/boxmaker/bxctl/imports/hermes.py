@@ -124,7 +124,9 @@ def _open(path: Path) -> sqlite3.Connection:
     """state.db opened read-only; a transient I/O error (a WAL writer's checkpoint) is tried again."""
     for attempt in range(4):
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+            # as a URI with the path percent-encoded: a ``?`` or ``#`` in it would otherwise end the
+            # file name, and sqlite would open (and create) another file, read-write
+            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5.0)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
