@@ -230,3 +230,13 @@ def test_a_hermes_home_whose_path_holds_uri_characters_is_read_and_nothing_is_cr
     parsed = hermes.parse(home)
     assert [c.conversation for c in parsed.conversations] == ["20260301_101500_ab12cd"]
     assert sorted(tmp_path.rglob("*")) == before  # no file opened read-write beside it
+
+
+def test_a_hidden_browsing_result_still_taints_what_follows(tmp_path: Path) -> None:
+    conversation = exports.chatgpt_conversation()
+    conversation["mapping"]["t1"]["message"]["metadata"]["is_visually_hidden_from_conversation"] = True
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([conversation]))
+    records = chatgpt.parse(path).conversations[0].records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
+    assert records[2]["untrusted"] is True
