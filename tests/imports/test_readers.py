@@ -240,3 +240,42 @@ def test_a_hidden_browsing_result_still_taints_what_follows(tmp_path: Path) -> N
     records = chatgpt.parse(path).conversations[0].records
     assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
     assert records[2]["untrusted"] is True
+
+
+def test_a_server_tools_result_in_a_claude_message_taints_what_follows(tmp_path: Path) -> None:
+    search = [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "tides"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [{"text": "Page text"}]},
+        {"type": "text", "text": "High water is at 06:12."},
+    ]
+    messages = [
+        {"sender": "human", "created_at": "2026-01-01T00:00:00Z", "text": "When is high water?"},
+        {"sender": "assistant", "created_at": "2026-01-01T00:00:05Z", "content": search},
+        {
+            "sender": "human",
+            "created_at": "2026-01-01T00:00:09Z",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "x", "content": "an integration's output"},
+                {"type": "text", "text": "Thanks."},
+            ],
+        },
+    ]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([{"uuid": "c1", "chat_messages": messages}]))
+    records = claude.parse(path).conversations[0].records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant", "tool_result", "user"]
+    assert records[1]["tool_calls"][0]["name"] == "web_search"  # type: ignore[index]
+    assert records[2]["content"] == "Page text"
+    assert records[4]["content"] == "an integration's output"
+    transcript = tmp_path / "projects" / "-home-owner" / "s1.jsonl"
+    transcript.parent.mkdir(parents=True)
+    base = {"sessionId": "s1", "timestamp": "2026-01-01T00:00:05Z"}
+    lines = [
+        {**base, "type": "user", "message": {"role": "user", "content": "When is high water?"}},
+        {**base, "type": "assistant", "message": {"role": "assistant", "content": search}},
+    ]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    records = claude_code.parse(tmp_path / "projects").conversations[0].records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
+    assert records[2]["untrusted"] is True
+    assert records[3]["content"] == "High water is at 06:12."
