@@ -6,6 +6,7 @@ names the other."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -128,4 +129,69 @@ def test_a_conversation_id_that_comes_twice_is_refused_before_anything_is_sent(t
     assert (
         "conversation 6790a1b2-0000-4000-8000-00000000c0de: comes twice; nothing was imported"
         in refused.output
+    )
+
+
+def test_a_conversation_id_empty_or_too_long_for_a_request_is_refused_before_anything_is_sent(
+    home: Path, daemon: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "BATCH_BYTES", 3000)  # the first conversation would go alone, first
+    first = exports.chatgpt_conversation()
+    second = exports.chatgpt_conversation()
+    second["id"] = second["conversation_id"] = "c" * 513
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([first, second]))
+    refused = CliRunner().invoke(cli, ["import", "chatgpt", str(path)])
+    assert refused.exit_code == 1
+    assert f"{path}, conversation {'c' * 513}: has an id of 513 characters (1 to 512)" in refused.output
+    assert "nothing was imported" in refused.output
+    assert not (home / "imports").exists()
+    home_dir = exports.hermes_home(tmp_path)
+    conn = sqlite3.connect(home_dir / "state.db")
+    conn.execute("UPDATE sessions SET id = ''")
+    conn.execute("UPDATE messages SET session_id = ''")
+    conn.commit()
+    conn.close()
+    empty = CliRunner().invoke(cli, ["import", "hermes", str(home_dir)])
+    assert empty.exit_code == 1
+    assert f"{home_dir / 'state.db'}, conversation : has an id of 0 characters (1 to 512)" in empty.output
+    assert not (home / "imports").exists()
+
+
+def test_a_huge_memory_file_is_named_not_sent_and_many_entries_go_in_several_requests(
+    home: Path, daemon: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "ENTRIES_PER_REQUEST", 2)
+    memories = tmp_path / "hermes" / "memories"
+    memories.mkdir(parents=True)
+    facts = [f"Fact {n}: the lighthouse keeper's boat is number {n}." for n in range(5)]
+    (memories / "MEMORY.md").write_text("\n§\n".join(["x" * 5_000_000, *facts]))
+    done = CliRunner().invoke(cli, ["import", "hermes", str(tmp_path / "hermes"), "--json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert data["too_large"] == [
+        {"entry": "memories/MEMORY.md entry 1", "file": "memory.md", "bytes": 5_000_414}
+    ]
+    assert [e["state"] for e in data["entries"]] == ["noted"] * 5
+    assert len(data["edits"]) == 3  # one journal line per request
+    pending = CliRunner().invoke(cli, ["memory", "pending", "--json"])
+    assert len(json.loads(pending.output)) == 5
+    said = CliRunner().invoke(cli, ["import", "hermes", str(tmp_path / "hermes")])
+    assert said.exit_code == 0, said.output
+    assert (
+        "memories/MEMORY.md entry 1 (for memory.md): not imported, too large for one request" in said.output
+    )
+    assert "entries: 5 brought before" in said.output
+
+
+def test_a_refusal_shows_the_exports_control_characters_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([{"id": "evil\x1b[2J\x1b]8;;https://x.example\x07\u202e", "mapping": 5}]))
+    refused = CliRunner().invoke(cli, ["import", "chatgpt", str(path)], color=True)
+    assert refused.exit_code == 1
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in refused.output
+    assert (
+        f"{path}, conversation 1 (evil\\x1b[2J\\x1b]8;;https://x.example\\x07\\u202e): has no mapping;"
+        " nothing was imported" in refused.output
     )

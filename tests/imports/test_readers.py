@@ -5,6 +5,7 @@ one sentence naming the file and the place."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -123,6 +124,14 @@ def test_gemini_added_memories_are_entries_and_the_rest_a_suggestion(tmp_path: P
             "conversation 1 (x)",
         ),
         ("[{]", "line 1 column 3"),
+        (
+            '[{"id": "x", "mapping": {"a": {"message": null, "parent": ["b"]}}, "current_node": "a"}]',
+            "conversation 1 (x)",
+        ),
+        (
+            '[{"id": "x", "mapping": {"a": {"message": null, "parent": {"b": 1}}}, "current_node": "a"}]',
+            "conversation 1 (x)",
+        ),
     ],
 )
 def test_a_malformed_chatgpt_export_names_the_file_and_place(
@@ -142,3 +151,131 @@ def test_a_hermes_db_that_is_not_one_is_refused(tmp_path: Path) -> None:
     sqlite3.connect(home / "state.db").close()
     with pytest.raises(Malformed, match=r"has no schema_version table: not a Hermes state\.db"):
         hermes.parse(home)
+
+
+def test_json_nested_too_deeply_is_refused_naming_the_file_and_place(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "conversations.json"
+    path.write_text(deep)
+    with pytest.raises(Malformed, match=r"holds JSON nested too deeply to read; nothing was imported$"):
+        chatgpt.parse(path)
+    lines = tmp_path / "conversations.jsonl"
+    lines.write_text(json.dumps({"uuid": "u1", "chat_messages": []}) + "\n" + deep + "\n")
+    with pytest.raises(Malformed, match=r"conversations\.jsonl, line 2: holds JSON nested too deeply"):
+        claude.parse(lines)
+    home = exports.hermes_home(tmp_path)
+    conn = sqlite3.connect(home / "state.db")
+    conn.execute("UPDATE messages SET tool_calls = ? WHERE tool_calls IS NOT NULL", (deep,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(Malformed, match=r"state\.db, session 20260301_101500_ab12cd message 3: holds JSON"):
+        hermes.parse(home)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "kind", "message"),
+    [
+        ("reasoning_content", b"\xff", "bytes", 3),
+        ("content", b"\xff\xfe", "bytes", 3),
+        ("tool_name", b"\xff", "bytes", 4),
+        ("tool_call_id", b"call", "bytes", 4),
+    ],
+)
+def test_a_hermes_column_of_the_wrong_type_is_refused_naming_the_message(
+    tmp_path: Path, column: str, value: object, kind: str, message: int
+) -> None:
+    home = exports.hermes_home(tmp_path)
+    conn = sqlite3.connect(home / "state.db")
+    conn.execute(f"UPDATE messages SET {column} = ? WHERE id = ?", (value, message))
+    conn.commit()
+    conn.close()
+    with pytest.raises(Malformed) as refused:
+        hermes.parse(home)
+    assert str(refused.value) == (
+        f"{home / 'state.db'}, session 20260301_101500_ab12cd message {message}: has a {column} that is"
+        f" {kind}, not text; nothing was imported"
+    )
+
+
+def test_a_time_past_the_years_python_holds_in_utc_is_no_time(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    message = {"sender": "human", "created_at": "9999-12-31T23:59:59-05:00", "text": "far future"}
+    conversation = {"uuid": "u1", "created_at": "0001-01-01T00:30:00+01:00", "chat_messages": [message]}
+    path.write_text(json.dumps([conversation]))
+    with pytest.raises(Malformed, match=r"message 1: has no created_at time, nor has its conversation"):
+        claude.parse(path)
+    conversation["created_at"] = "2026-01-02T03:04:05+02:00"
+    path.write_text(json.dumps([conversation]))
+    assert claude.parse(path).conversations[0].records[0]["time"] == "2026-01-02T01:04:05Z"
+
+
+def test_a_device_or_a_pipe_is_refused_before_it_is_opened(tmp_path: Path) -> None:
+    zero = tmp_path / "conversations.json"
+    zero.symlink_to("/dev/zero")  # endless: reading it whole would never end
+    with pytest.raises(Malformed, match=r"conversations\.json: is not a regular file; nothing was imported$"):
+        chatgpt.parse(zero)
+    pipe = tmp_path / "GEMINI.md"
+    os.mkfifo(pipe)  # opening it would wait for a writer forever
+    with pytest.raises(Malformed, match=r"GEMINI\.md: is not a regular file"):
+        gemini.parse(tmp_path)
+
+
+def test_a_hermes_home_whose_path_holds_uri_characters_is_read_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "a?b#c%20d"
+    root.mkdir()
+    home = exports.hermes_home(root)
+    before = sorted(tmp_path.rglob("*"))
+    parsed = hermes.parse(home)
+    assert [c.conversation for c in parsed.conversations] == ["20260301_101500_ab12cd"]
+    assert sorted(tmp_path.rglob("*")) == before  # no file opened read-write beside it
+
+
+def test_a_hidden_browsing_result_still_taints_what_follows(tmp_path: Path) -> None:
+    conversation = exports.chatgpt_conversation()
+    conversation["mapping"]["t1"]["message"]["metadata"]["is_visually_hidden_from_conversation"] = True
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([conversation]))
+    records = chatgpt.parse(path).conversations[0].records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
+    assert records[2]["untrusted"] is True
+
+
+def test_a_server_tools_result_in_a_claude_message_taints_what_follows(tmp_path: Path) -> None:
+    search = [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "tides"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [{"text": "Page text"}]},
+        {"type": "text", "text": "High water is at 06:12."},
+    ]
+    messages = [
+        {"sender": "human", "created_at": "2026-01-01T00:00:00Z", "text": "When is high water?"},
+        {"sender": "assistant", "created_at": "2026-01-01T00:00:05Z", "content": search},
+        {
+            "sender": "human",
+            "created_at": "2026-01-01T00:00:09Z",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "x", "content": "an integration's output"},
+                {"type": "text", "text": "Thanks."},
+            ],
+        },
+    ]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([{"uuid": "c1", "chat_messages": messages}]))
+    records = claude.parse(path).conversations[0].records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant", "tool_result", "user"]
+    assert records[1]["tool_calls"][0]["name"] == "web_search"  # type: ignore[index]
+    assert records[2]["content"] == "Page text"
+    assert records[4]["content"] == "an integration's output"
+    transcript = tmp_path / "projects" / "-home-owner" / "s1.jsonl"
+    transcript.parent.mkdir(parents=True)
+    base = {"sessionId": "s1", "timestamp": "2026-01-01T00:00:05Z"}
+    lines = [
+        {**base, "type": "user", "message": {"role": "user", "content": "When is high water?"}},
+        {**base, "type": "assistant", "message": {"role": "assistant", "content": search}},
+    ]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    records = claude_code.parse(tmp_path / "projects").conversations[0].records
+    assert _types(records) == ["user", "assistant", "tool_result", "assistant"]
+    assert records[2]["untrusted"] is True
+    assert records[3]["content"] == "High water is at 06:12."

@@ -12,6 +12,7 @@ import pytest
 from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.index.query import build
+from boxmaker.memoryd.index.readers import Readers
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryCall, Reindex, SessionUpdated, ToolRequest, ToolResponse
@@ -781,3 +782,17 @@ def test_a_note_deleted_by_hand_then_a_write_is_not_recalled(home: Path, service
     assert "durian three" not in out
     assert "durian five" in out
     assert service.memory.index.counts().notes == 3
+
+
+def test_the_index_is_read_when_the_homes_path_holds_uri_characters(tmp_path: Path) -> None:
+    folder = tmp_path / "agent?x#1"
+    folder.mkdir()
+    conn = sqlite3.connect(folder / "index.db")
+    conn.execute("CREATE TABLE marker(value TEXT)")
+    conn.execute("INSERT INTO marker VALUES ('here')")
+    conn.commit()
+    conn.close()
+    before = sorted(tmp_path.rglob("*"))
+    with Readers(folder / "index.db").reading() as reader:
+        assert reader.execute("SELECT value FROM marker").fetchall() == [("here",)]
+    assert sorted(tmp_path.rglob("*")) == before  # no other file opened (and created) read-write

@@ -19,7 +19,7 @@ import click
 
 from boxmaker.bxctl import client
 from boxmaker.bxctl.imports import chatgpt, claude, claude_code, gemini, hermes
-from boxmaker.bxctl.imports.parsed import Conversation, Malformed, Parsed
+from boxmaker.bxctl.imports.parsed import NESTED, Conversation, Entry, Malformed, Parsed
 from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
 from boxmaker.bxctl.progress import progress_bar
 from boxmaker.bxctl.state import State, pass_state
@@ -37,6 +37,12 @@ READERS: dict[str, Callable[[Path], Parsed]] = {
     "claude-code": claude_code.parse,
     "gemini": gemini.parse,
 }
+
+#: The most memory entries one request carries (each is a note and a pending change memoryd writes).
+ENTRIES_PER_REQUEST = 200
+
+#: The longest conversation id a request takes (`messages.ImportedConversation.conversation`).
+ID_LIMIT = 512
 
 #: The most bytes of conversations one request carries (a frame holds 4 MiB).
 BATCH_BYTES = MAX_FRAME * 3 // 4
@@ -107,6 +113,8 @@ def import_(
         _check(parsed, path)
     except Malformed as exc:
         raise ImportRefused(str(exc)) from None
+    except RecursionError:  # a value nested so deep that writing it as JSON again fails
+        raise ImportRefused(str(Malformed(path, "", NESTED))) from None
     socket = memory_socket_path(state, memory_socket)
     origin = str(path.absolute())
     too_large = _too_large(parsed)
@@ -130,8 +138,9 @@ def import_(
 
 
 def _check(parsed: Parsed, path: Path) -> None:
-    """Every record as memoryd will check it (`proto.records`), and every conversation id once, so
-    nothing is sent of an export that memoryd would refuse halfway.
+    """Every record as memoryd will check it (`proto.records`), and every conversation id once and as
+    long as a request takes it (`ID_LIMIT`), so nothing is sent of an export that memoryd would refuse
+    halfway.
 
     Raises:
         Malformed: naming the conversation and the record.
@@ -139,6 +148,10 @@ def _check(parsed: Parsed, path: Path) -> None:
     seen: set[str] = set()
     for conversation in parsed.conversations:
         file = conversation.file or parsed.file or path
+        if not 0 < len(conversation.conversation) <= ID_LIMIT:
+            length = len(conversation.conversation)
+            place = f"conversation {conversation.conversation}"
+            raise Malformed(file, place, f"has an id of {length:,} characters (1 to {ID_LIMIT})")
         if conversation.conversation in seen:
             raise Malformed(file, f"conversation {conversation.conversation}", "comes twice")
         seen.add(conversation.conversation)
@@ -155,9 +168,15 @@ def _weight(conversation: Conversation) -> int:
     return len(json.dumps(conversation.records, ensure_ascii=True)) + len(conversation.title) * 6 + 1024
 
 
+def _entry_weight(entry: Entry) -> int:
+    """About how many bytes a memory entry takes in a request."""
+    return len(json.dumps(entry.text, ensure_ascii=True)) + len(entry.place) * 6 + 256
+
+
 def _too_large(parsed: Parsed) -> list[dict[str, Any]]:
-    """Take out of `parsed` the conversations too large for one request (a frame holds 4 MiB); they are
-    not imported, and the answer names them."""
+    """Take out of `parsed` the conversations and entries too large for one request (a frame holds
+    4 MiB); they are not imported, and the answer names them: ``{"conversation", "title", "bytes"}``
+    or ``{"entry", "file", "bytes"}`` (an entry's place and the identity file it was meant for)."""
     kept, left = [], []
     for conversation in parsed.conversations:
         size = _weight(conversation)
@@ -168,6 +187,14 @@ def _too_large(parsed: Parsed) -> list[dict[str, Any]]:
         else:
             kept.append(conversation)
     parsed.conversations = kept
+    entries = []
+    for entry in parsed.entries:
+        size = _entry_weight(entry)
+        if size > BATCH_BYTES:
+            left.append({"entry": entry.place, "file": f"{entry.file}.md", "bytes": size})
+        else:
+            entries.append(entry)
+    parsed.entries = entries
     return left
 
 
@@ -178,9 +205,9 @@ def _wire(conversation: Conversation) -> ImportedConversation:
 def _batches(
     source: str, origin: str, parsed: Parsed, *, dry_run: bool, accept: bool
 ) -> Iterator[MemoryImport]:
-    """The requests: conversations up to `BATCH_BYTES` each, the entries with the last."""
-    entries = [ImportedEntry(e.file, e.text, e.place) for e in parsed.entries]  # type: ignore[arg-type]
+    """The requests: conversations, then entries, up to `BATCH_BYTES` and `ENTRIES_PER_REQUEST` each."""
     batch: list[ImportedConversation] = []
+    entries: list[ImportedEntry] = []
     size = 0
     for conversation in parsed.conversations:
         weight = _weight(conversation)
@@ -188,6 +215,13 @@ def _batches(
             yield MemoryImport(source, origin, batch, [], dry_run, accept)  # type: ignore[arg-type]
             batch, size = [], 0
         batch.append(_wire(conversation))
+        size += weight
+    for entry in parsed.entries:
+        weight = _entry_weight(entry)
+        if (batch or entries) and (size + weight > BATCH_BYTES or len(entries) >= ENTRIES_PER_REQUEST):
+            yield MemoryImport(source, origin, batch, entries, dry_run, accept)  # type: ignore[arg-type]
+            batch, entries, size = [], [], 0
+        entries.append(ImportedEntry(entry.file, entry.text, entry.place))  # type: ignore[arg-type]
         size += weight
     yield MemoryImport(source, origin, batch, entries, dry_run, accept)  # type: ignore[arg-type]
 
@@ -201,7 +235,7 @@ def _send(socket: Path, body: MemoryImport) -> MemoryAdminReply:
 
 def _merge(source: str, dry_run: bool, replies: list[MemoryAdminReply], parsed: Parsed) -> dict[str, Any]:
     """The replies as one: ``{"code", "source", "dry_run", "archives", "entries", "edits",
-    "suggestions"}`` (the caller adds ``too_large``: conversations not sent)."""
+    "suggestions"}`` (the caller adds ``too_large``: conversations and entries not sent)."""
     titles = {c.conversation: c.title for c in parsed.conversations}
     archives = [
         {**a, "title": titles.get(str(a.get("conversation")), "")}
@@ -267,10 +301,15 @@ def _describe(source: str, origin: str, dry_run: bool, data: dict[str, Any], par
     entries = _counts(data["entries"], _COUNTED)
     lines.append(f"conversations: {conversations or 'none'}; entries: {entries or 'none'}")
     for left in data["too_large"]:
+        what = (
+            f"{left['entry']} (for {left['file']})"
+            if "entry" in left
+            else f"conversation {left['conversation']} {left['title']!r}"
+        )
         lines.append(
             escape_line(
-                f"  conversation {left['conversation']} {left['title']!r}: not imported, too large for one"
-                f" request ({left['bytes']:,} bytes of at most {BATCH_BYTES:,})"
+                f"  {what}: not imported, too large for one request ({left['bytes']:,} bytes of at most"
+                f" {BATCH_BYTES:,})"
             )
         )
     pending = [e["pending"] for e in data["entries"] if e.get("state") == "noted" and e.get("pending")]

@@ -12,8 +12,9 @@ Each message (``author.role``, ``create_time`` in epoch seconds or null, ``conte
 - ``assistant`` to ``all``: a reply; to anything else (``python``, ``browser``, ``web.run``, a plugin):
   a tool call of that name; ``thoughts`` and reasoning recaps are kept as reasoning (never indexed);
 - ``tool``: a tool's or web page's output: an untrusted ``tool_result`` (so what follows is tainted);
-- ``system`` and hidden messages are left out; the custom instructions (``user_editable_context``) are
-  shown to the owner as a suggestion, never stored.
+- ``system`` and hidden messages are left out, except a hidden ``tool`` message (its output still
+  reached the model, so it is kept as an untrusted result and what follows stays tainted); the custom
+  instructions (``user_editable_context``) are shown to the owner as a suggestion, never stored.
 
 A message without a time takes the one before it (or the conversation's).
 """
@@ -106,8 +107,8 @@ def _message(
     if kind == "user_editable_context":
         _instructions(content, where, parsed)
         return
-    if role == "system" or hidden:
-        return
+    if role == "system" or (hidden and role != "tool"):
+        return  # a tool's output, hidden or not, is kept: what follows it read it (taint fails closed)
     text = _text(content)
     if role == "user":
         if text.strip():
@@ -142,6 +143,8 @@ def _branch(
     seen: set[str] = set()
     node_id: Any = current
     while node_id is not None:
+        if not isinstance(node_id, str):
+            raise Malformed(file, place, f"names a parent {text_of(node_id)} that is not a node id")
         if node_id in seen:
             raise Malformed(file, place, f"has a cycle of parents at node {node_id}")
         seen.add(node_id)

@@ -8,9 +8,11 @@ line, is read too). The file is a list of conversations
 
 - ``human``: the owner's turn: its text blocks, then each attachment's extracted text (content the owner
   supplied) under ``[attachment NAME]``;
-- ``assistant``: its blocks in order: text is the reply; a ``tool_use`` block is a tool call (its
-  ``input`` as the arguments); a ``tool_result`` block (a web search's or a tool's output) is an
-  untrusted ``tool_result``, so what follows it is tainted; ``thinking`` is kept as reasoning.
+- ``assistant``: its blocks in order: text is the reply; a ``tool_use`` block (``server_tool_use``,
+  ``mcp_tool_use``) is a tool call (its ``input`` as the arguments); a ``tool_result`` block
+  (``web_search_tool_result``, ``mcp_tool_result``: any type ending so, a web search's or a tool's
+  output) is an untrusted ``tool_result``, so what follows it is tainted; ``thinking`` is kept as
+  reasoning. A ``tool_result`` block in a ``human`` message is an untrusted result too, before its words.
 
 A message without blocks is read from its ``text``. ``projects.json`` and ``users.json`` are not read;
 the standard export carries no Claude memory (it is exported separately), so there are no entries.
@@ -28,6 +30,7 @@ from boxmaker.bxctl.imports.parsed import (
     Parsed,
     from_iso,
     load_json,
+    loads,
     read_text,
     text_of,
 )
@@ -61,10 +64,7 @@ def _lines(file: Path) -> list[Any]:
     for number, line in enumerate(read_text(file).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            found.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise Malformed(file, f"line {number}", f"is not JSON ({exc.msg})") from None
+        found.append(loads(line, file, f"line {number}"))
     return found
 
 
@@ -104,6 +104,8 @@ def _human(conversation: Conversation, when: str, blocks: list[Any], attachments
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             pieces.append(block["text"])
+        elif isinstance(block, dict) and str(block.get("type")).endswith("tool_result"):
+            _result(conversation, when, block)  # a tool's output carried in a human turn: untrusted
     for attachment in attachments if isinstance(attachments, list) else []:
         if isinstance(attachment, dict) and isinstance(attachment.get("extracted_content"), str):
             name = attachment.get("file_name") or "file"
@@ -132,19 +134,24 @@ def _assistant(conversation: Conversation, when: str, blocks: list[Any], file: P
             text.append(str(block.get("text") or ""))
         elif kind == "thinking":
             reasoning.append(str(block.get("thinking") or ""))
-        elif kind == "tool_use":
+        elif isinstance(kind, str) and kind.endswith("tool_use"):  # tool_use, server_tool_use, mcp_tool_use
             ident = str(block.get("id") or f"{where} block {number}")
             arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
             flush([(ident, str(block.get("name") or "tool"), arguments)])
-        elif kind == "tool_result":
+        elif isinstance(kind, str) and kind.endswith("tool_result"):  # web_search_tool_result too
             flush()
-            body = block.get("content")
-            if isinstance(body, list):
-                output = "\n".join(
-                    str(b.get("text")) if isinstance(b, dict) and "text" in b else text_of(b) for b in body
-                )
-            else:
-                output = text_of(body) if body is not None else ""
-            ident = str(block.get("tool_use_id") or "")
-            conversation.tool_result(when, str(block.get("name") or "tool"), ident, output)
+            _result(conversation, when, block)
     flush()
+
+
+def _result(conversation: Conversation, when: str, block: dict[str, Any]) -> None:
+    """A ``*tool_result`` block as an untrusted ``tool_result`` record."""
+    body = block.get("content")
+    if isinstance(body, list):
+        output = "\n".join(
+            str(b.get("text")) if isinstance(b, dict) and "text" in b else text_of(b) for b in body
+        )
+    else:
+        output = text_of(body) if body is not None else ""
+    ident = str(block.get("tool_use_id") or "")
+    conversation.tool_result(when, str(block.get("name") or "tool"), ident, output)

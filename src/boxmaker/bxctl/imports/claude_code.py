@@ -8,8 +8,10 @@ named after its path (``/`` as ``-``) holding:
   "isSidechain", "isMeta", "message": {"role", "content": string | blocks}}``. A ``user`` record's
   text is the owner's turn, its ``tool_result`` blocks are untrusted tool results (so what follows is
   tainted); an ``assistant`` record's text is the reply, ``tool_use`` blocks its tool calls,
-  ``thinking`` its reasoning. Sidechains (subagents), meta records, summaries and the other types are
-  left out. A last line without its newline (a session being written) is not read yet.
+  ``thinking`` its reasoning, and a server tool's result in it (any block type ending in
+  ``tool_result``, such as ``web_search_tool_result``) an untrusted tool result too. Sidechains
+  (subagents), meta records, summaries and the other types are left out. A last line without its
+  newline (a session being written) is not read yet.
 - ``memory/MEMORY.md``, the auto memory: each bullet (``- `` or ``* ``) is an entry for memory.md.
 
 ``CLAUDE.md``, ``AGENTS.md`` and ``rules/*.md`` beside ``projects/``, the user's instructions, are shown
@@ -29,6 +31,7 @@ from boxmaker.bxctl.imports.parsed import (
     Parsed,
     Suggestion,
     from_iso,
+    loads,
     read_text,
     text_of,
 )
@@ -82,10 +85,7 @@ def _transcript(path: Path) -> Conversation:
         if not line.strip():
             continue
         place = f"line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise Malformed(path, place, f"is not JSON ({exc.msg})") from None
+        record = loads(line, path, place)
         if not isinstance(record, dict):
             raise Malformed(path, place, "is not a JSON object")
         kind = record.get("type")
@@ -118,37 +118,56 @@ def _user(conversation: Conversation, when: str, blocks: list[Any], names: dict[
             continue
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             text.append(block["text"])
-        elif block.get("type") == "tool_result":
-            body = block.get("content")
-            if isinstance(body, list):
-                output = "\n".join(
-                    str(b["text"]) if isinstance(b, dict) and isinstance(b.get("text"), str) else text_of(b)
-                    for b in body
-                )
-            else:
-                output = text_of(body) if body is not None else ""
-            ident = str(block.get("tool_use_id") or "")
-            conversation.tool_result(when, names.get(ident, "tool"), ident, output)
+        elif str(block.get("type")).endswith("tool_result"):
+            _result(conversation, when, block, names)
     joined = "\n\n".join(t for t in text if t.strip())
     if joined:
         conversation.user(when, joined)
 
 
+def _result(conversation: Conversation, when: str, block: dict[str, Any], names: dict[str, str]) -> None:
+    """A ``*tool_result`` block as an untrusted ``tool_result`` record, named after its call."""
+    body = block.get("content")
+    if isinstance(body, list):
+        output = "\n".join(
+            str(b["text"]) if isinstance(b, dict) and isinstance(b.get("text"), str) else text_of(b)
+            for b in body
+        )
+    else:
+        output = text_of(body) if body is not None else ""
+    ident = str(block.get("tool_use_id") or "")
+    conversation.tool_result(when, names.get(ident, "tool"), ident, output)
+
+
 def _assistant(conversation: Conversation, when: str, blocks: list[Any], names: dict[str, str]) -> None:
-    text, reasoning, calls = [], [], []
+    """The blocks in order; a server tool's result (``web_search_tool_result``) inside the message ends
+    the record before it, so what follows it is tainted."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[tuple[str, str, str]] = []
+
+    def flush() -> None:
+        content = "\n\n".join(t for t in text if t.strip()) or None
+        if content or calls or reasoning:
+            conversation.assistant(when, content, list(calls), "\n\n".join(reasoning) or None)
+        text.clear()
+        reasoning.clear()
+        calls.clear()
+
     for block in blocks:
         if not isinstance(block, dict):
             continue
-        kind = block.get("type")
+        kind = str(block.get("type"))
         if kind == "text" and isinstance(block.get("text"), str):
             text.append(block["text"])
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             reasoning.append(block["thinking"])
-        elif kind == "tool_use":
+        elif kind.endswith("tool_use"):  # tool_use, server_tool_use, mcp_tool_use
             ident = str(block.get("id") or f"call-{len(conversation.records)}")
             name = str(block.get("name") or "tool")
             names[ident] = name
             calls.append((ident, name, json.dumps(block.get("input", {}), ensure_ascii=False)))
-    content = "\n\n".join(t for t in text if t.strip()) or None
-    if content or calls or reasoning:
-        conversation.assistant(when, content, calls, "\n\n".join(reasoning) or None)
+        elif kind.endswith("tool_result"):  # web_search_tool_result, mcp_tool_result
+            flush()
+            _result(conversation, when, block, names)
+    flush()

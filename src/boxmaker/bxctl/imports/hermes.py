@@ -13,6 +13,8 @@ PATH is a Hermes home (``~/.hermes`` or a profile's folder: ``memories/`` and ``
   its visible messages (``active`` or ``compacted``, not compaction summaries), in time order; ``user``
   is the owner's turn, ``assistant`` a reply with its ``tool_calls`` (OpenAI's shape), ``tool`` an
   untrusted tool result; ``system`` rows are left out. Times are epoch seconds (REAL), kept in UTC.
+  ``content``, ``reasoning_content``, ``tool_name`` and ``tool_call_id`` are text or NULL: a blob there
+  refuses the import, naming the message and the column.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from boxmaker.bxctl.imports.parsed import (
     Parsed,
     Suggestion,
     from_epoch,
+    loads,
     read_text,
 )
 
@@ -121,7 +124,9 @@ def _open(path: Path) -> sqlite3.Connection:
     """state.db opened read-only; a transient I/O error (a WAL writer's checkpoint) is tried again."""
     for attempt in range(4):
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+            # as a URI with the path percent-encoded: a ``?`` or ``#`` in it would otherwise end the
+            # file name, and sqlite would open (and create) another file, read-write
+            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5.0)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
@@ -159,26 +164,38 @@ def _session(conn: sqlite3.Connection, path: Path, row: tuple[Any, ...]) -> Conv
         if when is None:
             raise Malformed(path, place, "has no time")
         last = when
-        text = content if isinstance(content, str) else ""
+        if role not in ("user", "assistant", "tool", "system"):
+            raise Malformed(path, place, f"has role {role!r}, not user, assistant, tool or system")
+        text = _column(path, place, "content", content)
         if role == "user":
             conversation.user(when, text)
         elif role == "assistant":
-            conversation.assistant(when, text or None, _calls(path, place, calls), reasoning or None)
+            thought = _column(path, place, "reasoning_content", reasoning)
+            conversation.assistant(when, text or None, _calls(path, place, calls), thought or None)
         elif role == "tool":
-            conversation.tool_result(when, str(tool or "tool"), str(call_id or ""), text)
-        elif role != "system":
-            raise Malformed(path, place, f"has role {role!r}, not user, assistant, tool or system")
+            name = _column(path, place, "tool_name", tool) or "tool"
+            conversation.tool_result(when, name, _column(path, place, "tool_call_id", call_id), text)
     return conversation
+
+
+def _column(path: Path, place: str, column: str, value: object) -> str:
+    """A text column's value ("" for NULL).
+
+    Raises:
+        Malformed: it holds a number or a blob (naming the message and the column).
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Malformed(path, place, f"has a {column} that is {type(value).__name__}, not text")
+    return value
 
 
 def _calls(path: Path, place: str, value: object) -> list[tuple[str, str, str]]:
     """An assistant row's tool_calls (JSON text, OpenAI's shape) as (id, name, arguments)."""
     if value is None or value == "":
         return []
-    try:
-        calls = json.loads(value) if isinstance(value, str) else value
-    except json.JSONDecodeError as exc:
-        raise Malformed(path, place, f"tool_calls is not JSON ({exc.msg})") from None
+    calls = loads(value, path, place, "tool_calls is") if isinstance(value, (str, bytes)) else value
     if not isinstance(calls, list):
         raise Malformed(path, place, "tool_calls is not a list")
     found = []

@@ -11,21 +11,29 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from boxmaker.proto.escape import escape_line
 
 #: The most characters of one record's text an archive keeps (what the index reads of a record is
 #: 100,000); a longer text is cut there with a marker saying how long it was.
 TEXT_LIMIT = 200_000
 
+#: Why a JSON value nested deeper than Python's parser goes is refused.
+NESTED = "holds JSON nested too deeply to read"
+
 
 class Malformed(Exception):
-    """An export bxctl cannot read: the sentence names the file and the place; nothing is imported."""
+    """An export bxctl cannot read: the sentence names the file and the place (escaped: `escape_line`);
+    nothing is imported."""
 
     def __init__(self, path: Path | str | None, place: str, why: str) -> None:
         where = f"{path}, {place}" if place else str(path)
-        super().__init__(f"{where}: {why}; nothing was imported")
+        # the place quotes the export (a conversation id, a node id): escaped, so it cannot act on a terminal
+        super().__init__(f"{escape_line(f'{where}: {why}')}; nothing was imported")
 
 
 @dataclass(slots=True)
@@ -131,7 +139,8 @@ def from_epoch(value: object) -> str | None:
 
 def from_iso(value: object) -> str | None:
     """An ISO 8601 time with an offset (``2026-01-02T03:04:05.678Z``, ``+02:00``) as UTC RFC 3339 with
-    ``Z``; None when it is not one (a time without an offset is not taken as UTC: it is None)."""
+    ``Z``; None when it is not one (a time without an offset is not taken as UTC: it is None), or when
+    it falls outside the years 1 to 9999 in UTC."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -140,7 +149,10 @@ def from_iso(value: object) -> str | None:
         return None
     if moment.tzinfo is None:
         return None
-    return _stamp(moment)
+    try:
+        return _stamp(moment)
+    except OverflowError:  # 9999-12-31T23:59:59-05:00 is past the last UTC time Python holds
+        return None
 
 
 def _stamp(moment: dt.datetime) -> str:
@@ -154,34 +166,62 @@ def load_json(path: Path) -> Any:
     """A JSON file's value.
 
     Raises:
-        Malformed: it cannot be read or is not JSON (naming the line and column).
+        Malformed: it cannot be read, is not a regular file, or is not JSON (naming the line and
+            column).
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise Malformed(path, "", f"cannot be read ({exc.strerror or exc})") from None
+    data = _read(path)
     try:
         return json.loads(data)
     except UnicodeDecodeError as exc:
         raise Malformed(path, f"byte {exc.start}", "not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise Malformed(path, f"line {exc.lineno} column {exc.colno}", f"not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise Malformed(path, "", NESTED) from None
+
+
+def loads(text: str | bytes, path: Path, place: str, what: str = "is") -> Any:
+    """One JSON value found inside an export (a line of a ``.jsonl``, a database column).
+
+    Raises:
+        Malformed: naming `path` and `place`: ``{what} not JSON (...)``, or nested too deeply.
+    """
+    try:
+        return json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise Malformed(path, place, f"{what} not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise Malformed(path, place, f"{what} not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise Malformed(path, place, NESTED) from None
 
 
 def read_text(path: Path) -> str:
     """A text file as UTF-8.
 
     Raises:
-        Malformed: it cannot be read or is not UTF-8.
+        Malformed: it cannot be read, is not a regular file, or is not UTF-8.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise Malformed(path, "", f"cannot be read ({exc.strerror or exc})") from None
+    data = _read(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Malformed(path, f"byte {exc.start}", "not UTF-8") from None
+
+
+def _read(path: Path) -> bytes:
+    """A regular file's bytes (a device such as /dev/zero or a pipe, named or reached by a symlink, is
+    refused before it is opened: it could be endless or never answer).
+
+    Raises:
+        Malformed: it cannot be read or is not a regular file.
+    """
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise Malformed(path, "", "is not a regular file")
+        return path.read_bytes()
+    except OSError as exc:
+        raise Malformed(path, "", f"cannot be read ({exc.strerror or exc})") from None
 
 
 def text_of(value: object) -> str:

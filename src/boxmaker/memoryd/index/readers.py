@@ -87,8 +87,9 @@ class Readers:
         with self._lock:
             conn = self._idle.pop() if self._idle else None
         if conn is None:
+            # percent-encoded: a ``?`` or ``#`` in the home's path would otherwise end the file name
             conn = sqlite3.connect(
-                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
+                f"{self.path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
             )
             conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
         try:
