@@ -793,6 +793,6 @@ def test_the_index_is_read_when_the_homes_path_holds_uri_characters(tmp_path: Pa
     conn.commit()
     conn.close()
     before = sorted(tmp_path.rglob("*"))
-    with Readers(folder / "index.db").reading() as reader:
+    with Readers(folder / "index.db", folder / "sessions").reading() as reader:
         assert reader.execute("SELECT value FROM marker").fetchall() == [("here",)]
     assert sorted(tmp_path.rglob("*")) == before  # no other file opened (and created) read-write
