@@ -1,8 +1,12 @@
 """Injection phrases of the memory-write check (DESIGN 10.6 rule 9; M5a section 5, "The check").
 
 ``has_injection_phrase(text)`` says whether ``text`` holds one of a short, fixed list of
-prompt-injection phrases: "ignore/disregard/forget/override/bypass ... previous/prior/above/
-earlier/preceding ... instructions/prompts/rules/directions/guidelines", "system prompt override",
+prompt-injection phrases: "ignore/disregard/forget/override/bypass/discard ... previous/prior/above/
+earlier/preceding ... instructions/prompts/rules/directions/guidelines/directives/commands/context/
+orders/constraints/restrictions/guardrails/policies/programming", "forget/ignore everything/all
+(that came) above/before" in the imperative and ending its sentence or going on to command, the
+role hijack "you are now / from now on you are / act as ... (a|an)? unrestricted/jailbroken/DAN/
+developer mode/uncensored ..." (docs/decisions.md, "More injection families"), "system prompt override",
 "DAN mode enabled", "do anything now" (not right after "not" or "n't"), and "ignore the previous
 instructions" in German, Spanish, French, Portuguese, Russian, Chinese, Japanese and Korean, each
 with its common variants (word order, "all", formal and informal verb forms).

@@ -22,7 +22,12 @@ NFC-normalised; the first failing rule wins and names the ``refused:<rule>`` cod
    white space and markdown markers (``# > * - _ +``), ``system``, ``assistant``, ``developer``,
    ``tool`` or ``human`` in any case, optionally in ``[...]``, ``<...>`` or ``(...)``, then a colon;
    or a markdown heading that is only ``Instruction``, ``Response`` or ``System`` (any level, any
-   case, optional colon). ``User:`` is allowed;
+   case, optional colon). ``User:`` is allowed. Added (docs/decisions.md, "More injection
+   families"): a line or heading that is only "new instructions", "updated system prompt" and the
+   like; a fake role or prompt-section marker opening a line (``[SYSTEM]``, ``<system>``,
+   ``</memory>``, ``[ADMIN]`` …, unless the next word names it as markup: "<system> tag"); and a
+   closing tag of a prompt section (``</memory>``, ``</system>``, ``</user>`` …) anywhere, when a
+   tag follows it or it ends its line;
 9. ``phrase``: the fixed injection phrases of ``memoryd.check.phrases`` (its docstring gives the fold);
 10. ``mixed-script``: a word (a maximal run of letters and combining marks) holding both a Latin
     and a Cyrillic letter, the script read from the letter's Unicode name;
