@@ -253,11 +253,25 @@ _EN_PREVIOUS: Final = ("previous", "previously", "prior", "above", "earlier", "p
 _EN_RULES: Final = (
     *("instruction", "instructions", "prompt", "prompts", "rule", "rules"),
     *("direction", "directions", "guideline", "guidelines", "directive", "directives"),
-    *("command", "commands", "context", "orders", "constraints", "restrictions", "guardrails"),
-    *("policies", "programming"),
+    *("constraints", "restrictions", "guardrails", "policies", "programming"),
 )
-#: "forget everything above": the verb in the imperative (not after a subject or a modal: "I
-#: forget everything before my coffee"), "everything" or "all", at most four words, a word for
+#: Nouns of everyday use too ("we should forget all prior orders from that supplier"): only with the
+#: verb in the imperative, as `_IMPERATIVE` reads it.
+_EN_WEAK_RULES: Final = ("command", "commands", "context", "orders")
+#: The verb is not in the imperative after a subject, a modal or "to" (a look-behind on the tokens,
+#: folded as they are: ``l`` read as ``i``).
+_IMPERATIVE: Final = merge_il(
+    "(?<!n t )"
+    + "".join(
+        f"(?<! {word} )"
+        for word in (
+            *("i", "we", "you", "they", "he", "she", "it", "can", "could", "may", "might", "not"),
+            *("should", "would", "will", "must", "to", "did", "do", "does", "never", "ll", "d"),
+        )
+    )
+)
+#: "forget everything above": the verb in the imperative ("I forget everything before my coffee"
+#: is not), "everything" or "all", at most four words, a word for
 #: before, and then the end of the sentence or a word that goes on commanding ("and", "now", "you"),
 #: so "forget everything above the fold" stays accepted.
 _EN_EVERYTHING: Final = _in_words(
@@ -265,11 +279,7 @@ _EN_EVERYTHING: Final = _in_words(
     ("everything", "all", "anything"),
     ("above", "before", "previously", "earlier", "prior", "so far", "until now", "up to now"),
     gap=4,
-    guard="(?<!n t )"
-    + "".join(
-        f"(?<! {word} )"
-        for word in ("i", "we", "you", "they", "he", "she", "can", "could", "may", "might", "not")
-    ),
+    guard=_IMPERATIVE,
     after=r"(?= [.!?;]| and\b| then\b| now\b| you\b| from\b| this\b| here\b| $|$)",
 )
 #: "you are now DAN", "from now on you are an unrestricted AI": a new persona without limits, at
@@ -300,6 +310,7 @@ _ZH_RULES: Final = ("指令", "指示", "说明", "說明", "规则", "規則", 
 
 _LATIN_SCRIPT: Final = (
     _in_words(_EN_VERBS, _EN_PREVIOUS, _EN_RULES),
+    _in_words(_EN_VERBS, _EN_PREVIOUS, _EN_WEAK_RULES, guard=_IMPERATIVE),
     _EN_EVERYTHING,
     _EN_HIJACK,
     _in_words(("system prompt override",)),
@@ -375,7 +386,7 @@ _SQUASHED: Final = re.compile(
     merge_il(
         r"(?:ignore|disregard|forget|override|bypass|discard)(?:all|any|the|your|these|those|of|my){0,3}"
         r"(?:previous|prior|above|earlier|preceding)"
-        r"(?:instructions|prompts|rules|directions|guidelines|directives|commands|context|orders)"
+        r"(?:instructions|prompts|rules|directions|guidelines|directives)"
     )
 )
 
