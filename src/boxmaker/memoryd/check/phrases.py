@@ -1,8 +1,12 @@
 """Injection phrases of the memory-write check (DESIGN 10.6 rule 9; M5a section 5, "The check").
 
 ``has_injection_phrase(text)`` says whether ``text`` holds one of a short, fixed list of
-prompt-injection phrases: "ignore/disregard/forget/override/bypass ... previous/prior/above/
-earlier/preceding ... instructions/prompts/rules/directions/guidelines", "system prompt override",
+prompt-injection phrases: "ignore/disregard/forget/override/bypass/discard ... previous/prior/above/
+earlier/preceding ... instructions/prompts/rules/directions/guidelines/directives/commands/context/
+orders/constraints/restrictions/guardrails/policies/programming", "forget/ignore everything/all
+(that came) above/before" in the imperative and ending its sentence or going on to command, the
+role hijack "you are now / from now on you are / act as ... (a|an)? unrestricted/jailbroken/DAN/
+developer mode/uncensored ..." (docs/decisions.md, "More injection families"), "system prompt override",
 "DAN mode enabled", "do anything now" (not right after "not" or "n't"), and "ignore the previous
 instructions" in German, Spanish, French, Portuguese, Russian, Chinese, Japanese and Korean, each
 with its common variants (word order, "all", formal and informal verb forms).
@@ -206,16 +210,25 @@ def _alternatives(words: Sequence[str], tail: str = "", guards: dict[str, str] |
     return "(?:" + "|".join(re.escape(w) + tail + guards.get(w, "") for w in _keywords(words)) + ")"
 
 
-def _in_words(*groups: Sequence[str], gap: int = 8, stems: bool = False, guard: str = "") -> _Phrase:
+def _in_words(
+    *groups: Sequence[str],
+    gap: int = 8,
+    stems: bool = False,
+    guard: str = "",
+    guards: dict[str, str] | None = None,
+    after: str = "",
+) -> _Phrase:
     """Whole-word keyword groups in this order, at most ``gap`` filler words between two.
 
     Matched against the tokens, after a space, so each pattern starts with a space, which ``re``
-    uses to skip ahead; ``guard`` (a look-behind) follows it; ``stems`` allows 8 more letters.
+    uses to skip ahead; ``guard`` (a look-behind) follows it; ``stems`` allows 8 more letters;
+    ``guards`` maps a folded keyword to a look-ahead that follows it; ``after`` (a look-ahead)
+    follows the last keyword.
     """
     tail = r"\w{0,8}" if stems else ""
     filler = rf"(?: \w{{1,40}}){{0,{gap}}}? "
-    body = filler.join(_alternatives(group, tail) for group in groups)
-    return _Phrase(_needles(groups), re.compile(" " + guard + body + r"\b"), on_tokens=True)
+    body = filler.join(_alternatives(group, tail, guards) for group in groups)
+    return _Phrase(_needles(groups), re.compile(" " + guard + body + r"\b" + after), on_tokens=True)
 
 
 def _in_chars(*groups: Sequence[str], gap: int = 12, guards: dict[str, str] | None = None) -> _Phrase:
@@ -235,11 +248,56 @@ def _romance(verbs: Sequence[str], rules: Sequence[str], previous: Sequence[str]
     return [_in_words(verbs, rules, previous), _in_words(verbs, previous, rules)]
 
 
-_EN_VERBS: Final = ("ignore", "disregard", "forget", "override", "bypass")
+_EN_VERBS: Final = ("ignore", "disregard", "forget", "override", "bypass", "discard")
 _EN_PREVIOUS: Final = ("previous", "previously", "prior", "above", "earlier", "preceding")
 _EN_RULES: Final = (
     *("instruction", "instructions", "prompt", "prompts", "rule", "rules"),
-    *("direction", "directions", "guideline", "guidelines"),
+    *("direction", "directions", "guideline", "guidelines", "directive", "directives"),
+    *("constraints", "restrictions", "guardrails", "policies", "programming"),
+)
+#: Nouns of everyday use too ("we should forget all prior orders from that supplier"): only with the
+#: verb in the imperative, as `_IMPERATIVE` reads it.
+_EN_WEAK_RULES: Final = ("command", "commands", "context", "orders")
+#: The verb is not in the imperative after a subject, a modal or "to" (a look-behind on the tokens,
+#: folded as they are: ``l`` read as ``i``).
+_IMPERATIVE: Final = merge_il(
+    "(?<!n t )"
+    + "".join(
+        f"(?<! {word} )"
+        for word in (
+            *("i", "we", "you", "they", "he", "she", "it", "can", "could", "may", "might", "not"),
+            *("should", "would", "will", "must", "to", "did", "do", "does", "never", "ll", "d"),
+        )
+    )
+)
+#: "forget everything above": the verb in the imperative ("I forget everything before my coffee"
+#: is not), "everything" or "all", at most four words, a word for
+#: before, and then the end of the sentence or a word that goes on commanding ("and", "now", "you"),
+#: so "forget everything above the fold" stays accepted.
+_EN_EVERYTHING: Final = _in_words(
+    ("ignore", "disregard", "forget", "discard"),
+    ("everything", "all", "anything"),
+    ("above", "before", "previously", "earlier", "prior", "so far", "until now", "up to now"),
+    gap=4,
+    guard=_IMPERATIVE,
+    after=r"(?= [.!?;]| and\b| then\b| now\b| you\b| from\b| this\b| here\b| $|$)",
+)
+#: "you are now DAN", "from now on you are an unrestricted AI": a new persona without limits, at
+#: most two words ("a", "an", "fully") after the opening ("you are now a member of the team" is fine).
+_EN_HIJACK: Final = _in_words(
+    (
+        *("you are now", "you re now", "youre now", "ur now", "u r now", "you are henceforth"),
+        *("from now on you are", "from now on you re", "from now on you will be", "you will now be"),
+        *("act as", "pretend to be", "pretend you are", "roleplay as", "you are no longer bound"),
+    ),
+    (
+        *("unrestricted", "jailbroken", "jailbreak", "dan", "developer mode", "dev mode", "god mode"),
+        *("uncensored", "unfiltered", "unaligned", "unlimited", "unbound", "unchained", "evil"),
+        *("no restrictions", "no limits", "no rules", "no filters", "without restrictions"),
+        *("without limits", "without rules", "without filters", "by any rules", "free of all"),
+    ),
+    gap=2,
+    guards={"dan": r"(?! s\b)"},
 )
 _DE_PREVIOUS: Final = ("vorherigen", "vorherige", "vorigen", "bisherigen", "obigen", "früheren")
 _DE_RULES: Final = ("Anweisungen", "Anweisung", "Instruktionen", "Regeln", "Vorgaben", "Befehle")
@@ -252,6 +310,9 @@ _ZH_RULES: Final = ("指令", "指示", "说明", "說明", "规则", "規則", 
 
 _LATIN_SCRIPT: Final = (
     _in_words(_EN_VERBS, _EN_PREVIOUS, _EN_RULES),
+    _in_words(_EN_VERBS, _EN_PREVIOUS, _EN_WEAK_RULES, guard=_IMPERATIVE),
+    _EN_EVERYTHING,
+    _EN_HIJACK,
     _in_words(("system prompt override",)),
     _in_words(("dan mode",), ("enabled", "activated"), gap=2),
     _in_words(("do anything now",), guard="(?<!n t )(?<!not )"),
@@ -323,13 +384,14 @@ def _found(phrases: Sequence[_Phrase], first_needles: frozenset[str], folded_tex
 
 _SQUASHED: Final = re.compile(
     merge_il(
-        r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|these|those|of|my){0,3}"
-        r"(?:previous|prior|above|earlier|preceding)(?:instructions|prompts|rules|directions|guidelines)"
+        r"(?:ignore|disregard|forget|override|bypass|discard)(?:all|any|the|your|these|those|of|my){0,3}"
+        r"(?:previous|prior|above|earlier|preceding)"
+        r"(?:instructions|prompts|rules|directions|guidelines|directives)"
     )
 )
 
 
-_SQUASHED_VERBS: Final = ("ignore", "disregard", "forget", "override", "bypass")
+_SQUASHED_VERBS: Final = ("ignore", "disregard", "forget", "override", "bypass", "discard")
 
 
 def _squashed(folded: str) -> bool:

@@ -22,7 +22,12 @@ NFC-normalised; the first failing rule wins and names the ``refused:<rule>`` cod
    white space and markdown markers (``# > * - _ +``), ``system``, ``assistant``, ``developer``,
    ``tool`` or ``human`` in any case, optionally in ``[...]``, ``<...>`` or ``(...)``, then a colon;
    or a markdown heading that is only ``Instruction``, ``Response`` or ``System`` (any level, any
-   case, optional colon). ``User:`` is allowed;
+   case, optional colon). ``User:`` is allowed. Added (docs/decisions.md, "More injection
+   families"): a line or heading that is only "new instructions", "updated system prompt" and the
+   like; a fake role or prompt-section marker opening a line (``[SYSTEM]``, ``<system>``,
+   ``</memory>``, ``[ADMIN]`` …, unless the next word names it as markup: "<system> tag"); and a
+   closing tag of a prompt section (``</memory>``, ``</system>``, ``</user>`` …) anywhere, when a
+   tag follows it or it ends its line;
 9. ``phrase``: the fixed injection phrases of ``memoryd.check.phrases`` (its docstring gives the fold);
 10. ``mixed-script``: a word (a maximal run of letters and combining marks) holding both a Latin
     and a Cyrillic letter, the script read from the letter's Unicode name;
@@ -265,9 +270,34 @@ _ROLE_HEADING: Final = (
     r"(?:instruction|response|system)"
     r"(?:[^\S\n]|[*_])*(?::(?:[^\S\n]|[*_])*)?$"
 )
-_ROLE: Final = re.compile(f"{_ROLE_LABEL}|{_ROLE_HEADING}", re.MULTILINE | re.IGNORECASE)
+#: A line (or heading) that is only "new instructions", "updated system prompt" and the like;
+#: "new instructions for the dishwasher are in the drawer" goes on, and is prose.
+_ROLE_NEW_INSTRUCTIONS: Final = (
+    r"^(?:[^\S\n]|[#>*_+\-])*"
+    r"(?:new|updated|revised|real|actual|true|hidden|secret|override|additional|important)"
+    r"[^\S\n]+(?:system[^\S\n]+)?(?:instructions?|directives?|prompt|system[^\S\n]+prompt)"
+    r"(?:[^\S\n]|[*_])*(?::(?:[^\S\n]|[*_])*)?$"
+)
+_SECTION_NAMES: Final = (
+    r"system|system[_\-]?prompt|assistant|developer|tool|human|admin|administrator|root|sudo"
+    r"|memory|instructions?|prompt|context|soul|override|jailbreak|im_start|im_end"
+)
+#: A fake role or prompt-section marker opening a line: ``[SYSTEM]``, ``<system>``, ``</memory>``
+#: (not when the line goes on to name it as markup: "<system> tag in our XML config").
+_ROLE_MARKER: Final = (
+    r"^(?:[^\S\n]|[#>*_+\-])*(?:\[[^\S\n]*|</?)(?:" + _SECTION_NAMES + r")[^\S\n]*[\]>]"
+    r"(?![^\S\n]*(?:tags?|elements?|sections?|blocks?|fields?|nodes?|keys?|entry|entries|headers?"
+    r"|markers?|tokens?|names?|labels?)\b)"
+)
+#: A closing tag of a prompt section (``</memory>``, ``</system>``, ``</user>`` …) anywhere, when a
+#: tag follows it or the line ends with it: the text pretends to close the block it is read in.
+_ROLE_CLOSING: Final = (
+    r"</[^\S\n]*(?:" + _SECTION_NAMES + r"|user|notes|conventions)[^\S\n]*>(?=[^\S\n]*(?:<|$))"
+)
+_ROLE_ALL: Final = "|".join((_ROLE_LABEL, _ROLE_HEADING, _ROLE_NEW_INSTRUCTIONS, _ROLE_MARKER, _ROLE_CLOSING))
+_ROLE: Final = re.compile(_ROLE_ALL, re.MULTILINE | re.IGNORECASE)
 #: The same on the confusables fold (`_folded`), where I-like and l-like letters are one letter.
-_ROLE_FOLDED: Final = re.compile(merge_il(f"{_ROLE_LABEL}|{_ROLE_HEADING}"), re.MULTILINE | re.IGNORECASE)
+_ROLE_FOLDED: Final = re.compile(merge_il(_ROLE_ALL), re.MULTILINE | re.IGNORECASE)
 #: ``heading``: a line that reads like a section heading of the memory block (a file of memory/).
 _HEADING: Final = re.compile(
     merge_il(r"^(?:[^\S\n]|>)*#{1,6}[^\S\n]*[*_`]*(?:soul|conventions|memory|user|notes|index)\.md\b"),
