@@ -14,23 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from boxmaker.proto.messages import MEMORY_ACTIONS
+
 CORE_TOOL_NAMES = ("clock", "recall", "memory", "find_tool", "call_tool")
-#: The `memory` tool's actions in every live session's schema (M5a section 5, M5d 4.4; issue 6: the
-#: protocol's forget, index, topic; issue 7: propose, seed 003 sections 17 and 23.5, and feedback, 23.2).
-#: Maintenance actions are not here: only a maintenance job's session gets them (loopd, issue 7).
-MEMORY_ACTIONS = (
-    "add",
-    "replace",
-    "remove",
-    "note",
-    "consolidate",
-    "tiers",
-    "forget",
-    "index",
-    "topic",
-    "propose",
-    "feedback",
-)
 #: Autodream's maintenance actions (seed 003 section 14), listed only in a maintenance job's runs
 #: (`core_tools(maintenance=True)`), with their argument properties; memoryd checks every call itself.
 MAINTENANCE_ACTIONS = ("dream-input", "supersede", "mark", "cool", "merge", "assign")

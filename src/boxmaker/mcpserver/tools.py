@@ -16,22 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from boxmaker.proto.messages import MEMORY_ACTIONS
+
 TOOL_NAMES = ("recall", "memory")
 
-#: The `memory` actions an MCP client is offered: the native live session's (loopd's MEMORY_ACTIONS).
-MEMORY_ACTIONS = (
-    "add",
-    "replace",
-    "remove",
-    "note",
-    "consolidate",
-    "tiers",
-    "forget",
-    "index",
-    "topic",
-    "propose",
-    "feedback",
-)
 
 _STRING: dict[str, Any] = {"type": "string"}
 _ARRAY: dict[str, Any] = {"type": "array", "items": {"type": "string"}}

@@ -31,6 +31,25 @@ class _Body(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Common base: bodies are immutable and refuse unknown fields."""
 
 
+#: The `memory` tool's actions in every live session's schema (M5a section 5, M5d 4.4; issue 6: the
+#: protocol's forget, index, topic; issue 7: propose, seed 003 sections 17 and 23.5, and feedback, 23.2):
+#: loopd's core tool and boxmaker-mcp's `memory` tool offer the same list. Maintenance actions are not
+#: here: only a maintenance job's session gets them (loopd, issue 7).
+MEMORY_ACTIONS = (
+    "add",
+    "replace",
+    "remove",
+    "note",
+    "consolidate",
+    "tiers",
+    "forget",
+    "index",
+    "topic",
+    "propose",
+    "feedback",
+)
+
+
 class ToolRequest(_Body, frozen=True):
     """`tool_request` (loopd -> brokerd), and the `request` inside `memory_call`."""
 
