@@ -222,13 +222,30 @@ def wait_finished(home: Path, name: str, timeout: float = 60.0) -> dict[str, Any
 
 
 def run_job(home: Path, model: FakeLlamaServer, name: str, *replies: Script) -> list[ToolResult]:
-    """Drop a maintenance job (the starter dream prompt) due every minute, let its run finish, remove
-    the file again; the run's tool results."""
+    """Drop a maintenance job (the starter dream prompt) whose schedule does not come round by itself
+    (midnight of 1 January), start one run with ``bxctl jobs run`` once the scheduler has read the file,
+    let it finish, remove the file again; the run's tool results. (A job due every minute could fire a
+    second time at a minute's turn before its file was removed, and that run took the next job's
+    scripted replies.)"""
     model.script(*replies)
     path = home / "jobs" / f"{name}.toml"
-    job = 'schedule = "* * * * *"\nmaintenance = true\nprompt_file = "dream.md"\n'
+    job = 'schedule = "0 0 1 1 *"\nmaintenance = true\nprompt_file = "dream.md"\n'
     path.write_text(job, encoding="utf-8")
     try:
+        deadline = time.monotonic() + 30
+        while True:
+            started = subprocess.run(
+                [sys.executable, "-m", "boxmaker.bxctl", "--home", str(home), "jobs", "run", name],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            if started.returncode == 0:
+                break
+            assert "Traceback" not in started.stderr, started.stderr
+            assert time.monotonic() < deadline, started.stdout + started.stderr
+            time.sleep(0.2)  # the scheduler reads new job files at its next tick
         run = wait_finished(home, name)
     finally:
         path.unlink()
