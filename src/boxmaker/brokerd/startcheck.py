@@ -26,12 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from boxmaker.proto.startcheck import Checkpoint, Finding, json_object, lines_since
+from boxmaker.proto.startcheck import Checkpoint, Finding, changed_since, json_object, lines_since
 
 CHECKPOINT = ".checkpoint.json"
 RUNBOOK = "broker-damaged"
-#: Modification times this close to the checkpoint's moment are read again (clock granularity).
-_SLACK_NS = 2_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +41,7 @@ class State:
 
     def since(self, path: Path) -> bool:
         """True when `path` changed since the checkpoint (or there is none)."""
-        if self.checkpoint is None:
-            return True
-        try:
-            return path.stat().st_mtime_ns >= self.checkpoint.taken_ns - _SLACK_NS
-        except FileNotFoundError:
-            return False
+        return changed_since(self.checkpoint, path)
 
 
 def labels(state: State) -> list[Finding]:

@@ -26,12 +26,10 @@ from pathlib import Path
 
 from boxmaker.proto.ids import is_session_id
 from boxmaker.proto.records import RecordError, SessionStart, read_log
-from boxmaker.proto.startcheck import Checkpoint, Finding
+from boxmaker.proto.startcheck import Checkpoint, Finding, changed_since
 
 CHECKPOINT = ".checkpoint.json"
 RUNBOOK = "session-damaged"
-#: Modification times this close to the checkpoint's moment are read again (clock granularity).
-_SLACK_NS = 2_000_000_000
 _REPAIR = "that session refuses turns; start a new one, or restore the file from a backup"
 
 
@@ -44,12 +42,7 @@ class State:
 
     def since(self, path: Path) -> bool:
         """True when `path` changed since the checkpoint (or there is none)."""
-        if self.checkpoint is None:
-            return True
-        try:
-            return path.stat().st_mtime_ns >= self.checkpoint.taken_ns - _SLACK_NS
-        except FileNotFoundError:
-            return False
+        return changed_since(self.checkpoint, path)
 
 
 def logs(state: State) -> list[Finding]:

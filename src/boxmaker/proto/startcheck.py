@@ -134,6 +134,21 @@ def json_object(raw: bytes) -> dict[str, Any] | None:
 # The checkpoint --------------------------------------------------------------------------------------
 
 
+#: Modification times this close to a checkpoint's moment are read again (clock granularity).
+SLACK_NS = 2_000_000_000
+
+
+def changed_since(checkpoint: Checkpoint | None, path: Path) -> bool:
+    """True when `path` was modified since `checkpoint` was taken, within `SLACK_NS` (or there is no
+    checkpoint); False for a file that is gone."""
+    if checkpoint is None:
+        return True
+    try:
+        return path.stat().st_mtime_ns >= checkpoint.taken_ns - SLACK_NS
+    except FileNotFoundError:
+        return False
+
+
 @dataclass(slots=True)
 class Checkpoint:
     """The last good state a role verified (`path` holds it as JSON, written durably).
