@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -117,6 +118,39 @@ def cjk_bigrams(text: str) -> str:
         return " " + " ".join(_pieces(run) + extra) + " "
 
     return _CJK_RUN.sub(pieces, text)
+
+
+def _trie(words: Iterable[str]) -> str:
+    """A regular expression matching exactly `words`, as a trie: each branch starts with its own letter,
+    so a position no word starts at fails after one comparison per branch."""
+    heads: dict[str, list[str]] = {}
+    ends = False
+    for word in words:
+        if word:
+            heads.setdefault(word[0], []).append(word[1:])
+        else:
+            ends = True
+    if not heads:
+        return ""
+    body = "(?:" + "|".join(re.escape(head) + _trie(rest) for head, rest in sorted(heads.items())) + ")"
+    return body + "?" if ends else body
+
+
+#: What stands for a stop word in the context column: a private-use character, which FTS5's unicode61
+#: reads as one token (as the word it replaces, so every row's length, and so bm25, is unchanged) and
+#: which no query term can be (`terms` keeps letters and digits only).
+FILLER = "\ue000"
+# A stop word as a whole ASCII token: bounded by ASCII characters that are not letters or digits (or the
+# text's ends), so it is one token for unicode61 too. A stop word beside a non-ASCII character or an
+# underscore is left as it is (one token either way).
+_STOP_TOKEN = re.compile(rf"(?ai)\b(?<![\x80-\U0010ffff]){_trie(STOP_WORDS)}\b(?![\x80-\U0010ffff])")
+
+
+def stop_filled(text: str) -> str:
+    """Index side, the context column only: every stop word of `text` as `FILLER`, one token for one,
+    so the column keeps its length in tokens while its stop words, which no query searches but a
+    question made only of them, take one small list instead of a position in each word's list."""
+    return _STOP_TOKEN.sub(FILLER, text)
 
 
 @lru_cache(maxsize=4096)

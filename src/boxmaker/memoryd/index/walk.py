@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from boxmaker.memoryd.check.secrets import redact
-from boxmaker.memoryd.index.query import cjk_bigrams, time_words
+from boxmaker.memoryd.index.query import cjk_bigrams, stop_filled, time_words
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import LOOPD_SPEAKER, Assistant, Record, ToolResult, ToolSummary, TurnEnd, User
 
@@ -103,6 +103,8 @@ class Walk:
     rank: int = 1
     untrusted: bool = False
     tail: list[str] = field(default_factory=list)
+    #: `tail` with its stop words filled (`query.stop_filled`), made again when it does not match.
+    filled: list[str] = field(default_factory=list, compare=False)
 
     @property
     def data_class(self) -> str:
@@ -111,7 +113,7 @@ class Walk:
 
     def copy(self) -> Walk:
         """An independent copy (a new epoch starts from the previous epoch's state)."""
-        return Walk(self.rank, self.untrusted, list(self.tail))
+        return Walk(self.rank, self.untrusted, list(self.tail), list(self.filled))
 
 
 @dataclass(slots=True)
@@ -198,7 +200,27 @@ def _add(rows: Rows, walk: Walk, row: Row, part: Part, time: str) -> None:
     # redacted when read back (the log itself stays as it is; issue 15 item 5).
     text = redact(part.indexed)
     rows.rows.append(row)
-    ctx = "\n".join(walk.tail)
-    rows.searchable.append((searchable_text(text), searchable_text(ctx, 2 * CONTEXT_LIMIT), time_of(time)))
+    rows.searchable.append((searchable_text(text), _context(walk), time_of(time)))
     if part.context:
-        walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], text[:CONTEXT_LIMIT]]
+        shown = text[:CONTEXT_LIMIT]
+        walk.filled = [*_filled(walk)[-(CONTEXT_ROWS - 1) :], stop_filled(shown)]
+        walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], shown]
+
+
+def _filled(walk: Walk) -> list[str]:
+    """`walk.filled`, made from `walk.tail` when it is not its filled form (a walk resumed from the
+    index's progress keeps the tail only)."""
+    if len(walk.filled) != len(walk.tail):
+        walk.filled = [stop_filled(t) for t in walk.tail]
+    return walk.filled
+
+
+def _context(walk: Walk) -> str:
+    """The context column of the next row: the texts of `walk.tail`, as `searchable_text` makes them
+    (at most 2 x `CONTEXT_LIMIT` characters), with their stop words filled (`query.stop_filled`: each
+    text is filled once, when it enters the tail). Filling keeps every token a token, so the column's
+    length in tokens is the one of the unfilled text."""
+    joined = "\n".join(walk.tail)
+    if len(joined) > 2 * CONTEXT_LIMIT:  # the cut must fall where it falls in the unfilled text
+        return stop_filled(searchable_text(joined, 2 * CONTEXT_LIMIT))
+    return searchable_text("\n".join(_filled(walk)), 2 * CONTEXT_LIMIT)
