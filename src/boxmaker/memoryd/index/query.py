@@ -148,8 +148,11 @@ _STOP_TOKEN = re.compile(rf"(?ai)\b(?<![\x80-\U0010ffff]){_trie(STOP_WORDS)}\b(?
 
 def stop_filled(text: str) -> str:
     """Index side, the context column only: every stop word of `text` as `FILLER`, one token for one,
-    so the column keeps its length in tokens while its stop words, which no query searches but a
-    question made only of them, take one small list instead of a position in each word's list."""
+    so the column keeps its length in tokens (bm25's lengths) while its stop words, which no query
+    searches but a question made only of them, take one list of small gaps instead of an entry in each
+    word's list (issue 16: the postings went from 292 to 237 bytes a row at 100,000 rows). What the
+    context column no longer finds: a question made only of stop words, and a term the tokenizer folds
+    or stems to a stop word's form ("thé" to "the", "owned" to "own"); the record's own text keeps them."""
     return _STOP_TOKEN.sub(FILLER, text)
 
 
