@@ -109,7 +109,7 @@ class _Batch:
         return _Encoded(
             self.rows.rows,
             [_json(note) for note in self.notes],
-            [_clean(row) for row in self.rows.searchable],
+            [_clean_searchable(row) for row in self.rows.searchable],
             [_clean(row) for row in self.progress],
         )
 
@@ -448,6 +448,15 @@ def _json(row: tuple[Any, ...]) -> str:
         return _ENCODER.encode(row).decode("utf-8")
     except UnicodeEncodeError:
         return _ENCODER.encode(_clean(row)).decode("utf-8")
+
+
+def _clean_searchable(row: tuple[str, str, str]) -> tuple[str, str, str]:
+    """`_clean` of a row's searchable columns; its context column is free of lone surrogates already
+    (`walk._context`), and is full of non-ASCII fillers, so it is not looked at again."""
+    text, ctx, time = row
+    if text.isascii() and time.isascii():
+        return row
+    return (_SURROGATE.sub("\ufffd", text), ctx, _SURROGATE.sub("\ufffd", time))
 
 
 def _clean(row: tuple[Any, ...]) -> tuple[Any, ...]:

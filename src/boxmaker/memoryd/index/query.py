@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -120,40 +119,33 @@ def cjk_bigrams(text: str) -> str:
     return _CJK_RUN.sub(pieces, text)
 
 
-def _trie(words: Iterable[str]) -> str:
-    """A regular expression matching exactly `words`, as a trie: each branch starts with its own letter,
-    so a position no word starts at fails after one comparison per branch."""
-    heads: dict[str, list[str]] = {}
-    ends = False
-    for word in words:
-        if word:
-            heads.setdefault(word[0], []).append(word[1:])
-        else:
-            ends = True
-    if not heads:
-        return ""
-    body = "(?:" + "|".join(re.escape(head) + _trie(rest) for head, rest in sorted(heads.items())) + ")"
-    return body + "?" if ends else body
-
-
 #: What stands for a stop word in the context column: a private-use character, which FTS5's unicode61
 #: reads as one token (as the word it replaces, so every row's length, and so bm25, is unchanged) and
 #: which no query term can be (`terms` keeps letters and digits only).
 FILLER = "\ue000"
-# A stop word as a whole ASCII token: bounded by ASCII characters that are not letters or digits (or the
-# text's ends), so it is one token for unicode61 too. A stop word beside a non-ASCII character or an
-# underscore is left as it is (one token either way).
-_STOP_TOKEN = re.compile(rf"(?ai)\b(?<![\x80-\U0010ffff]){_trie(STOP_WORDS)}\b(?![\x80-\U0010ffff])")
+# The stop words as they are written (lower case, capitalised, upper case), in UTF-8.
+_STOP_FORMS = frozenset(
+    form.encode() for word in STOP_WORDS for form in (word, word.capitalize(), word.upper())
+)
+_FILLER_BYTES = FILLER.encode()
+# Every ASCII byte that is not a letter or a digit as a space: each separates tokens for unicode61 as a
+# space does, so no token changes (the bytes of other characters stay as they are).
+_SEPARATORS = bytes(c if c >= 128 or chr(c).isalnum() else 32 for c in range(256))
 
 
 def stop_filled(text: str) -> str:
-    """Index side, the context column only: every stop word of `text` as `FILLER`, one token for one,
-    so the column keeps its length in tokens (bm25's lengths) while its stop words, which no query
-    searches but a question made only of them, take one list of small gaps instead of an entry in each
-    word's list (issue 16: the postings went from 292 to 237 bytes a row at 100,000 rows). What the
-    context column no longer finds: a question made only of stop words, and a term the tokenizer folds
-    or stems to a stop word's form ("thé" to "the", "owned" to "own"); the record's own text keeps them."""
-    return _STOP_TOKEN.sub(FILLER, text)
+    """Index side, the context column only: `text` with every ASCII character that is not a letter or
+    a digit as a space, and every stop word standing alone between them (``the``, ``The``, ``THE``;
+    not ``thé`` nor ``the数据``: a non-ASCII character joins the token) as `FILLER`, so each token
+    stays one token. The column keeps its length in tokens (bm25's lengths) while its stop words, which
+    no query searches but a question made only of them, take one list of small gaps instead of an
+    entry in each word's list (issue 16). What the context column no longer finds: a question made only
+    of stop words, and a term the tokenizer folds or stems to a stop word's form ("thé" to "the",
+    "owned" to "own"); the record's own text keeps them. Lone surrogates pass through unchanged."""
+    words = text.encode("utf-8", "surrogatepass").translate(_SEPARATORS).split()
+    return b" ".join([_FILLER_BYTES if w in _STOP_FORMS else w for w in words]).decode(
+        "utf-8", "surrogatepass"
+    )
 
 
 @lru_cache(maxsize=4096)

@@ -21,6 +21,7 @@ expansion), ``time`` (its date in words). CJK runs are stored as overlapping two
 from __future__ import annotations
 
 import datetime as dt
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -199,28 +200,42 @@ def _add(rows: Rows, walk: Walk, row: Row, part: Part, time: str) -> None:
     # Recall never returns a credential: the row's text is indexed redacted, and a hit's text is
     # redacted when read back (the log itself stays as it is; issue 15 item 5).
     text = redact(part.indexed)
+    searchable = searchable_text(text)
     rows.rows.append(row)
-    rows.searchable.append((searchable_text(text), _context(walk), time_of(time)))
+    rows.searchable.append((searchable, _context(walk), time_of(time)))
     if part.context:
         shown = text[:CONTEXT_LIMIT]
-        walk.filled = [*_filled(walk)[-(CONTEXT_ROWS - 1) :], stop_filled(shown)]
+        filled = _prepared(searchable if len(text) <= CONTEXT_LIMIT else searchable_text(shown))
+        walk.filled = [*_filled(walk)[-(CONTEXT_ROWS - 1) :], filled]
         walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], shown]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _prepared(searchable: str) -> str:
+    """A text of the tail as the context column indexes it: `searchable_text`'s form with its stop
+    words filled (`query.stop_filled`) and every lone surrogate as U+FFFD (so the column needs no
+    check when written: `db`)."""
+    filled = stop_filled(searchable)
+    return _SURROGATE.sub("\ufffd", filled) if not searchable.isascii() else filled
 
 
 def _filled(walk: Walk) -> list[str]:
     """`walk.filled`, made from `walk.tail` when it is not its filled form (a walk resumed from the
     index's progress keeps the tail only)."""
     if len(walk.filled) != len(walk.tail):
-        walk.filled = [stop_filled(t) for t in walk.tail]
+        walk.filled = [_prepared(searchable_text(t)) for t in walk.tail]
     return walk.filled
 
 
 def _context(walk: Walk) -> str:
-    """The context column of the next row: the texts of `walk.tail`, as `searchable_text` makes them
-    (at most 2 x `CONTEXT_LIMIT` characters), with their stop words filled (`query.stop_filled`: each
-    text is filled once, when it enters the tail). Filling keeps every token a token, so the column's
-    length in tokens is the one of the unfilled text."""
-    joined = "\n".join(walk.tail)
-    if len(joined) > 2 * CONTEXT_LIMIT:  # the cut must fall where it falls in the unfilled text
-        return stop_filled(searchable_text(joined, 2 * CONTEXT_LIMIT))
-    return searchable_text("\n".join(_filled(walk)), 2 * CONTEXT_LIMIT)
+    """The context column of the next row: the texts of `walk.tail` joined by newlines, as
+    `searchable_text` makes them (at most 2 x `CONTEXT_LIMIT` characters), with their stop words filled
+    (`query.stop_filled`; each text is made ready once, when it enters the tail: `_prepared`) and free
+    of lone surrogates. Filling keeps every token a token, so the column's length in tokens is the
+    unfilled text's."""
+    tail = walk.tail
+    if sum(map(len, tail)) + len(tail) - 1 > 2 * CONTEXT_LIMIT:  # the cut falls where it falls unfilled
+        return _prepared(searchable_text("\n".join(tail), 2 * CONTEXT_LIMIT))
+    return "\n".join(_filled(walk))
