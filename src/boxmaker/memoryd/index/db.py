@@ -55,7 +55,7 @@ from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index import logfiles
 from boxmaker.memoryd.index.prefetch import prefetch
 from boxmaker.memoryd.index.schema import Counts, counts_of, last_rowid, transaction
-from boxmaker.memoryd.index.walk import Row, Rows, Walk, line_check, searchable_text, time_of, walk_records
+from boxmaker.memoryd.index.walk import Rows, Walk, line_check, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.labels import DataClass
@@ -105,29 +105,34 @@ class _Batch:
 
     def encoded(self) -> _Encoded:
         """The batch as `IndexDB._flush` writes it (made on the producer's thread): every text free
-        of lone surrogates (possible in a model's text; SQLite takes UTF-8 only), each note as JSON."""
+        of lone surrogates (possible in a model's text; SQLite takes UTF-8 only), each note as JSON,
+        the session rows and the searchable columns each as one JSON array."""
+        searchable = [_clean_searchable(row) for row in self.rows.searchable]
         return _Encoded(
-            self.rows.rows,
+            len(self.rows.rows),
+            _ENCODER.encode(self.rows.rows).decode("utf-8"),
             [_json(note) for note in self.notes],
-            [_clean_searchable(row) for row in self.rows.searchable],
+            _ENCODER.encode(searchable).decode("utf-8"),
             [_clean(row) for row in self.progress],
         )
 
 
 @dataclass(frozen=True, slots=True)
 class _Encoded:
-    """A batch ready to write: the session rows (`origins`), the notes (JSON), the searchable columns
-    of both in that order, and the progress of each log read."""
+    """A batch ready to write: how many session rows, the session rows (`origins`) as one JSON array,
+    the notes (JSON each), the searchable columns of both in that order as one JSON array, and the
+    progress of each log read."""
 
-    origins: list[Row]
+    sessions: int
+    origins: str
     notes: list[str]
-    searchable: list[tuple[Any, ...]]
+    searchable: str
     progress: list[tuple[Any, ...]]
 
     @property
     def count(self) -> int:
         """Rows in the batch (session rows and notes)."""
-        return len(self.origins) + len(self.notes)
+        return self.sessions + len(self.notes)
 
 
 class IndexDB:
@@ -328,26 +333,31 @@ class IndexDB:
         return added
 
     def _write(self, batch: _Encoded) -> int:
-        """Write one batch inside the caller's transaction, each table with one prepared statement
-        (`executemany`; SQLite steps without Python's lock, so the producer thread keeps working)."""
+        """Write one batch inside the caller's transaction: the session rows and the searchable
+        columns each with one statement over a JSON array (``json_each``: SQLite then inserts the
+        whole batch without taking Python's lock, which the producer thread holds while it walks the
+        next logs; with one `executemany` per table a bulk build at 100,000 rows took 35% longer),
+        notes and progress with `executemany`."""
         first = self._next
         added = batch.count
         conn = self.conn
-        if batch.origins:
-            conn.executemany(
-                "INSERT INTO origins(rowid, log, record, at, checked, part, label)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(n, *row) for n, row in enumerate(batch.origins, first)],
+        if batch.sessions:
+            conn.execute(
+                "INSERT INTO origins(rowid, log, record, at, checked, part, label) SELECT key + ?,"
+                " value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
+                " FROM json_each(?)",
+                (first, batch.origins),
             )
         if batch.notes:
             conn.executemany(
                 "INSERT INTO notes(rowid, data) VALUES (?, ?)",
-                list(enumerate(batch.notes, first + len(batch.origins))),
+                list(enumerate(batch.notes, first + batch.sessions)),
             )
         if added:
-            conn.executemany(
-                "INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, ?, ?)",
-                [(n, *row) for n, row in enumerate(batch.searchable, first)],
+            conn.execute(
+                "INSERT INTO hits(rowid, text, ctx, time)"
+                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
+                (first, batch.searchable),
             )
         conn.executemany(
             "INSERT OR REPLACE INTO logs(id, name, records, offset, class, untrusted, tail)"
