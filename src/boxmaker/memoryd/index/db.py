@@ -30,7 +30,8 @@ A session row keeps integers only: its text is read back from its log line when 
 (notes.md is edited by hand; the text also deletes a note's row from the contentless table).
 
 `hits.text` is the record's text (``speaker: text`` for a user turn with a speaker), `hits.ctx` the
-two indexed texts before it in the same session (document expansion), `hits.time` its date in words.
+two indexed texts before it in the same session (document expansion; its stop words as one filler token
+each, `query.stop_filled`), `hits.time` its date in words.
 CJK runs are stored as overlapping two-character pieces (`query.cjk_bigrams`).
 """
 

@@ -124,7 +124,7 @@ def _lines(path: Path, offsets: set[int]) -> dict[int, bytes]:
 
 def _clean(text: str) -> str:
     """A lone surrogate (possible in a model's text) as U+FFFD, as the index stored it before."""
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+    return text if text.isascii() or not _SURROGATE.search(text) else _SURROGATE.sub("\ufffd", text)
 
 
 def _session_hit(name: str, record: int, part: int, label: int, line: bytes | None) -> Hit | None:
