@@ -14,8 +14,8 @@ back, so recall never returns one.
 A row is two tuples: where its text is (a `Row`: the log, the record, its line's offset, the part, the
 label) and its searchable columns (the `hits` table): ``text`` (``speaker: text`` for a user turn with a
 speaker), ``ctx`` (the two indexed user or assistant texts before it in the session: document
-expansion; its stop words as one filler token each, `query.stop_filled`), ``time`` (its date in words). CJK runs are stored as overlapping two-character pieces
-(`query.cjk_bigrams`).
+expansion; its stop words as one filler token each, `query.stop_filled`), ``time`` (its date in
+words). CJK runs are stored as overlapping two-character pieces (`query.cjk_bigrams`).
 """
 
 from __future__ import annotations
