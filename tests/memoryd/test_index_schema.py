@@ -10,7 +10,7 @@ import pytest
 
 from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
-from boxmaker.memoryd.index.schema import SCHEMA_VERSION
+from boxmaker.memoryd.index.schema import SCHEMA_VERSION, connect, migrate, optimize
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryAdmin, MemoryCall, ToolRequest
@@ -119,3 +119,24 @@ def test_a_hit_is_read_back_from_its_log_line(
         assert recall(service, "wombat") == '(no matches for "wombat")'
     finally:
         service.close()
+
+
+def test_a_vacuum_that_fails_leaves_the_build_going_with_its_free_pages(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "index" / "memory.sqlite3"
+    path.parent.mkdir()
+    conn = connect(path, bulk=True)
+    migrate(conn)
+    conn.executemany(
+        "INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, '', '')", [(1, "a quokka"), (2, "b")]
+    )
+    reading = conn.execute("SELECT rowid FROM hits WHERE hits MATCH 'quokka OR b'")
+    assert reading.fetchone()  # a statement still in progress: SQLite refuses to VACUUM meanwhile
+    optimize(conn)
+    assert any("VACUUM failed" in r.getMessage() for r in caplog.records)
+    reading.close()
+    assert conn.execute("SELECT rowid FROM hits WHERE hits MATCH 'quokka'").fetchall() == [(1,)]
+    optimize(conn)  # and once nothing is in progress, it runs
+    assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    conn.close()

@@ -5,6 +5,7 @@ build, the one transaction context every write goes through, and the counts of w
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from boxmaker.memoryd.index.query import TOKENIZER
 from boxmaker.proto import fsio
+
+log = logging.getLogger("boxmaker.memoryd.index")
 
 #: The index's schema version, kept in the file's ``PRAGMA user_version``. The index is disposable
 #: (made from sessions/ and notes.md), so a file of any other version, older or newer, is not migrated in
@@ -111,9 +114,14 @@ def optimize(conn: sqlite3.Connection) -> None:
     """Merge the FTS5 table's segments into one (after a bulk build): a query then reads each term's
     list once, which halves recall's time at 100,000 rows (bench/scale.py). Then VACUUM, outside any
     transaction: the merge leaves the old segments' pages free (about 12% of the file at 100,000 rows),
-    and copying the file without them takes a few hundredths of a second there."""
+    and copying the file without them takes a few hundredths of a second there. The copy is made in
+    SQLite's temporary folder first; when it cannot be (a full disk), the file keeps its free pages and
+    the build goes on (a warning says so)."""
     conn.execute("INSERT INTO hits(hits) VALUES ('optimize')")
-    conn.execute("VACUUM")
+    try:
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError as exc:
+        log.warning("the new index keeps its free pages: VACUUM failed (%s)", exc)
 
 
 def finish_bulk(conn: sqlite3.Connection) -> None:
