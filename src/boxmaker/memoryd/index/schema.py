@@ -37,7 +37,7 @@ SCHEMA: tuple[str, ...] = (
 
 
 #: The page cache of a live connection, in KiB (readers and the live writer).
-LIVE_CACHE_KIB = 16384
+LIVE_CACHE_KIB = 4096
 
 
 def fts5_problem() -> str:
