@@ -203,7 +203,7 @@ def archive_now(
 
 def last_run_day(journal: Journal) -> dt.date | None:
     """The UTC day of the newest archive or archive-skip line in the journal, or None."""
-    for entry in journal.entries_newest_first():
+    for entry in journal.entries_newest_first(containing=b"archive"):  # every action in ACTIONS has it
         if entry.get("action") in ACTIONS:
             try:
                 return dt.date.fromisoformat(str(entry.get("time", ""))[:10])
