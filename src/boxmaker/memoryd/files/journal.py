@@ -288,6 +288,13 @@ class Journal:
         for path in sorted(self.edits_dir.glob("*.jsonl"), reverse=True):
             yield from read_jsonl_newest_first(path, ("id", "where"), containing)
 
+    def lines_newest_first(self, containing: bytes) -> Iterator[bytes]:
+        """The raw journal lines holding `containing`, newest first, undecoded (for a caller that
+        decodes only the fields it needs: an archive line names every item it archived)."""
+        for path in sorted(self.edits_dir.glob("*.jsonl"), reverse=True):
+            for raw, _ in lines_newest_first(path, containing):
+                yield raw
+
     def latest_for(self, where: str) -> dict[str, Any] | None:
         """The newest journal line that changed `where` (e.g. "memory.md"), or None."""
         return next((e for e in self.entries_newest_first() if e.get("where") == where), None)
@@ -304,9 +311,20 @@ BACKWARD_BLOCK = 1 << 20
 def read_jsonl_newest_first(
     path: Path, required: tuple[str, ...], containing: bytes = b""
 ) -> Iterator[dict[str, Any]]:
-    """`read_jsonl`'s objects, last line first, read from the end a block at a time: memory does not
-    grow with the file, and a caller that stops early reads only the end. Lines without `containing`
-    are passed over undecoded."""
+    """`read_jsonl`'s objects, last line first (`lines_newest_first`): memory does not grow with the
+    file, and a caller that stops early reads only the end. Lines without `containing` are passed over
+    undecoded."""
+    for raw, offset in lines_newest_first(path, containing):
+        value = _object(raw)
+        if value is not None and all(key in value for key in required):
+            yield value
+        else:
+            log.warning("skipping line %d of %s: not a record of this file", _line_number(path, offset), path)
+
+
+def lines_newest_first(path: Path, containing: bytes = b"") -> Iterator[tuple[bytes, int]]:
+    """The complete, non-blank lines of `path` holding `containing`, last first, each with the offset
+    it starts at; read from the end `BACKWARD_BLOCK` bytes at a time (a torn tail is not yet a line)."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -333,15 +351,8 @@ def read_jsonl_newest_first(
                 starts.append(at)
                 at += len(piece) + 1
             for raw, offset in zip(reversed(pieces), reversed(starts), strict=True):
-                if not raw.strip() or (containing and containing not in raw):
-                    continue
-                value = _object(raw)
-                if value is not None and all(key in value for key in required):
-                    yield value
-                else:
-                    log.warning(
-                        "skipping line %d of %s: not a record of this file", _line_number(path, offset), path
-                    )
+                if raw.strip() and (not containing or containing in raw):
+                    yield raw, offset
 
 
 def _object(raw: bytes) -> dict[str, Any] | None:
