@@ -238,6 +238,21 @@ def test_every_epoch_file_is_indexed_with_the_label_carried(home: Path, service:
     assert "memory-tainted · session chat-epoc…" in recall(service, "lima").output
 
 
+def test_a_new_epoch_resumes_from_the_stored_tail_and_label(home: Path, service: Memoryd) -> None:
+    # epoch 0 is caught up alone; epoch 1 later, in a catch-up that reads epoch 0's walk from the index
+    write_log(home, "chat-later", [start(), fetched(), record("user", content="quebec zulu before the end")])
+    service.handle("session_updated", SessionUpdated(session="chat-later"))
+    write_log(home, "chat-other", [start(), record("user", content="unrelated words")])
+    service.memory.index.catch_up_all()
+    with (home / "sessions" / "chat-later" / "0.jsonl").open("a") as handle:
+        handle.write(json.dumps(record("epoch_end", next=1, summary="s")) + "\n")
+    write_log(home, "chat-later", [start(epoch=1), record("user", content="romeo in epoch one")], epoch=1)
+    service.memory.index.catch_up_all()
+    found = recall(service, "zulu").output
+    assert "romeo in epoch one" in found  # its context column holds epoch 0's last turn
+    assert "memory-tainted · session chat-later," in recall(service, "romeo").output
+
+
 def test_reindex_equals_incremental_index(logged: Memoryd, home: Path) -> None:
     call(logged, "memory", {"action": "note", "text": "mike note"})
     write_log(home, "chat-second", [start(), record("user", content="november in another session")])

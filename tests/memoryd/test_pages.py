@@ -159,6 +159,37 @@ def test_a_missing_or_foreign_mark_renders_every_page(home: Path, clock: Clock) 
         again.close()
 
 
+def test_a_clean_restart_writes_no_topic_page_but_one_deleted_meanwhile(home: Path, clock: Clock) -> None:
+    config = load(None, str(home))
+    service = Memoryd(config, now=clock.now)
+    service.open()
+    for n in range(4):
+        capture(service, f"Note {n}", scope=f"topic {n}")
+    service.close()
+    memory_dir = config.layout.memory
+    (memory_dir / "topics" / "topic-2.md").unlink()
+    before = {path.name: path.stat().st_mtime_ns for path in (memory_dir / "topics").glob("*.md")}
+    written: list[Path] = []
+    real_put = pages_module.Pages._put
+
+    def put(self: pages_module.Pages, path: Path, text: str) -> None:
+        written.append(path)
+        real_put(self, path, text)
+
+    again = Memoryd(config, now=clock.now)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pages_module.Pages, "_put", put)
+        again.open()
+        try:
+            assert settled(again) == full_render(memory_dir, again)
+        finally:
+            again.close()
+    # the mark said the pages show the log: only the deleted page is made again (not every page)
+    assert [p.name for p in written if p.parent.name == "topics"] == ["topic-2.md"]
+    after = {path.name: path.stat().st_mtime_ns for path in (memory_dir / "topics").glob("*.md")}
+    assert {name: after[name] for name in before} == before
+
+
 def broker_note(home: Path, n: int) -> ToolResponse | None:
     request = ToolRequest(
         session="chat-pages",

@@ -17,7 +17,7 @@ import threading
 from boxmaker.memoryd.config import Config
 from boxmaker.memoryd.index.schema import fts5_problem
 from boxmaker.memoryd.service import ADMIN_KINDS, BROKER_KINDS, LOOP_KINDS, MCP_KINDS, Memoryd
-from boxmaker.proto import homecheck
+from boxmaker.proto import heap, homecheck
 from boxmaker.proto.daemon import serve_until_signal
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.fsio import FileLock, LockHeld
@@ -79,6 +79,7 @@ class Server:
         # it again while a background thread (the index, a large topic page) computes: at Python's 5 ms
         # switch interval that wait alone made a commit's p99 tens of ms (issue 16).
         sys.setswitchinterval(SWITCH_INTERVAL)
+        heap.settle_allocator()  # large read buffers go back to the system when freed (proto.heap)
         try:
             created = self.service.open()
             if created:

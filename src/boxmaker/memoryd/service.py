@@ -56,6 +56,7 @@ from boxmaker.memoryd.tool import mcp as mcp_tool
 from boxmaker.memoryd.withdrawal.controls import Controls
 from boxmaker.memoryd.withdrawal.receipts import Withdrawals
 from boxmaker.memoryd.write.writer import Writer
+from boxmaker.proto import heap
 from boxmaker.proto.errors import InvalidBody, ProtocolError
 from boxmaker.proto.ids import OWNER_SESSION, mcp_client_of
 from boxmaker.proto.messages import (
@@ -213,6 +214,7 @@ class Memoryd:
         self.check()
         memory.journal.listeners += [memory.items.follow, self._after_commit, memory.checkpoints.after_commit]
         memory.pages.open()
+        heap.release_free_memory()  # the fold's start-up garbage (issue 16: peak RSS)
         memory.index.open()
         memory.index.warm_up()
         if self.archive_timer is not None:

@@ -213,9 +213,9 @@ class DryJournal(Journal):
         """The real journal's next id and moment (a dry run uses one id, as a real run would)."""
         return self._real.reserve()
 
-    def entries_newest_first(self) -> Iterator[dict[str, Any]]:
+    def entries_newest_first(self, containing: bytes = b"") -> Iterator[dict[str, Any]]:
         """The real journal's lines."""
-        return self._real.entries_newest_first()
+        return self._real.entries_newest_first(containing)
 
     def commit(self, change: Change) -> dict[str, Any]:
         """Never writes: every check passed, so the dry run ends here."""

@@ -55,7 +55,7 @@ from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index import logfiles
 from boxmaker.memoryd.index.prefetch import prefetch
-from boxmaker.memoryd.index.schema import Counts, counts_of, last_rowid, transaction
+from boxmaker.memoryd.index.schema import Counts, counts_of, last_rowid, tail_reader, transaction
 from boxmaker.memoryd.index.walk import Rows, Walk, line_check, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto.fsio import complete_lines
@@ -79,7 +79,9 @@ CHUNK_BYTES = 4 * 1024 * 1024
 
 @dataclass(slots=True)
 class _LogState:
-    """Reading one log: where it resumes, the walk so far, and whether a bad line stopped it."""
+    """Reading one log: where it resumes, the walk so far (`walk`: for a log indexed before, made from
+    its progress row's tail only when asked, so a catch-up of thousands of unchanged logs holds none of
+    their tails), and whether a bad line stopped it."""
 
     session: str
     epoch: int
@@ -88,9 +90,16 @@ class _LogState:
     path: Path
     records: int
     offset: int
-    walk: Walk
+    resumed: Walk | Callable[[], Walk]
     known: bool = False
     damaged: bool = False
+
+    @property
+    def walk(self) -> Walk:
+        """The walk so far (read from the index the first time, for a log indexed before)."""
+        if not isinstance(self.resumed, Walk):
+            self.resumed = self.resumed()
+        return self.resumed
 
 
 @dataclass(slots=True)
@@ -200,7 +209,7 @@ class IndexDB:
         """
         guard = lock if lock is not None else contextlib.nullcontext()
         names = logfiles.session_ids(self.sessions, self.imports) if sessions is None else list(sessions)
-        select = "SELECT name, records, offset, class, untrusted, tail FROM logs"
+        select = "SELECT name, records, offset, class, untrusted FROM logs"  # tails when needed
         with guard:
             if len(names) == 1:  # the logs of session S are named "S/N.jsonl": from "S/" up to "S0"
                 rows = self.conn.execute(
@@ -209,14 +218,17 @@ class IndexDB:
             else:
                 rows = self.conn.execute(select)
             progress = {str(row[0]): tuple(row[1:]) for row in rows}
-        batches = self._batches(names, progress)
-        added = 0
-        for batch in prefetch(batches) if len(names) > 1 else batches:
-            with guard:
-                added += self._flush(batch)
+        with tail_reader(self.conn) as tails:
+            batches = self._batches(names, progress, tails)
+            added = 0
+            for batch in prefetch(batches) if len(names) > 1 else batches:
+                with guard:
+                    added += self._flush(batch)
         return added
 
-    def _batches(self, names: Sequence[str], progress: dict[str, tuple[Any, ...]]) -> Iterator[_Encoded]:
+    def _batches(
+        self, names: Sequence[str], progress: dict[str, tuple[Any, ...]], tails: Callable[[str], str]
+    ) -> Iterator[_Encoded]:
         """Rows of every session past its progress, in batches (no SQL). The first batches are
         small, so writing starts early, then each doubles up to `BATCH_ROWS`. Logs are read in
         chunks of `CHUNK_BYTES`, so a huge log neither fills memory nor delays a stop."""
@@ -226,9 +238,9 @@ class IndexDB:
         for session in names:
             if excluded.session(session):
                 continue
-            carry: Walk | None = None
+            carry: _LogState | None = None
             for epoch in logfiles.epochs(self.sessions, self.imports, session):
-                log_state = self._start(session, epoch, carry, progress)
+                log_state = self._start(session, epoch, carry, progress, tails)
                 if log_state is None:
                     continue
                 while True:
@@ -243,11 +255,16 @@ class IndexDB:
                         break
                 if log_state.damaged:
                     break  # a later epoch's label depends on the records this one could not read
-                carry = log_state.walk
+                carry = log_state  # its walk is read only if the next epoch is new
         yield batch.encoded()
 
     def _start(
-        self, session: str, epoch: int, carry: Walk | None, progress: dict[str, tuple[Any, ...]]
+        self,
+        session: str,
+        epoch: int,
+        carry: _LogState | None,
+        progress: dict[str, tuple[Any, ...]],
+        tails: Callable[[str], str],
     ) -> _LogState | None:
         """Where reading a log resumes: its progress, or the start with the previous epoch's label.
 
@@ -261,11 +278,17 @@ class IndexDB:
         if ident is None:
             ident = self._log_ids[name] = self._last_log = self._last_log + 1
         if row is None:
-            walk = carry.copy() if carry is not None else Walk()
+            walk = carry.walk.copy() if carry is not None else Walk()
             state = _LogState(session, epoch, name, ident, path, 0, 0, walk)
         else:
-            walk = Walk(DataClass(row[2]).rank, bool(row[3]), json.loads(row[4]))
-            state = _LogState(session, epoch, name, ident, path, int(row[0]), int(row[1]), walk, known=True)
+            rank, untrusted = DataClass(row[2]).rank, bool(row[3])
+
+            def resumed() -> Walk:
+                return Walk(rank, untrusted, json.loads(tails(name)))
+
+            state = _LogState(
+                session, epoch, name, ident, path, int(row[0]), int(row[1]), resumed, known=True
+            )
         try:
             size = path.stat().st_size
         except FileNotFoundError:

@@ -52,7 +52,7 @@ from boxmaker.memoryd.index.schema import (
     start_bulk,
 )
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
-from boxmaker.proto import fsio
+from boxmaker.proto import fsio, heap
 from boxmaker.proto.errors import BoxmakerError
 from boxmaker.proto.labels import DataClass
 
@@ -222,6 +222,7 @@ class Index:
             log.exception("memory-index-damaged: bringing the index up to date failed; run `bxctl reindex`")
             self._ready.set()
             return
+        heap.release_free_memory()  # what the check, the build or the catch-up freed (issue 16)
         log.info("index ready in %.1f s: %s", time.monotonic() - started, self.counts())
 
     def _drain_waiting(self) -> None:

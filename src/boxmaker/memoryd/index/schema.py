@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +40,7 @@ SCHEMA: tuple[str, ...] = (
 
 
 #: The page cache of a live connection, in KiB (readers and the live writer).
-LIVE_CACHE_KIB = 16384
+LIVE_CACHE_KIB = 4096
 
 
 def fts5_problem() -> str:
@@ -180,3 +180,32 @@ def last_rowid(conn: sqlite3.Connection) -> int:
             " (SELECT coalesce(max(rowid), 0) FROM notes))"
         ).fetchone()[0]
     )
+
+
+@contextmanager
+def tail_reader(conn: sqlite3.Connection) -> Iterator[Callable[[str], str]]:
+    """A function reading a log's stored tail (the JSON of `logs.tail`) by name, on a read-only
+    connection of its own opened when first asked (for the thread that walks logs while `conn` writes
+    on another); "[]" for a log the file does not hold, or an index without a file.
+
+    Raises:
+        sqlite3.Error: from the function, when the file cannot be read.
+    """
+    found = conn.execute("PRAGMA database_list").fetchone()
+    path = Path(str(found[2])) if found is not None and found[2] else None
+    reader: sqlite3.Connection | None = None
+
+    def tail(name: str) -> str:
+        nonlocal reader
+        if path is None:
+            return "[]"
+        if reader is None:
+            reader = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        row = reader.execute("SELECT tail FROM logs WHERE name = ?", (name,)).fetchone()
+        return str(row[0]) if row is not None else "[]"
+
+    try:
+        yield tail
+    finally:
+        if reader is not None:
+            reader.close()

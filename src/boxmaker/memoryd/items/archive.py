@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from boxmaker.memoryd.files.journal import Append, Change, Journal, encode_line
 from boxmaker.memoryd.files.mdtext import label_text, md_text
 from boxmaker.memoryd.files.names import ARCHIVE_DIR
@@ -197,16 +199,31 @@ def archive_now(
     Raises:
         OSError: when a write fails (the journal's intent completes it at the next start).
     """
-    with lock:
-        return run(items.memory_dir, items.items(), journal, now(), by)
+    with lock:  # the fold as it is, not a copy: nothing else appends while the lock is held
+        return run(items.memory_dir, items.current().items, journal, now(), by)
+
+
+class _RunLine(msgspec.Struct):
+    """The two fields of a journal line `last_run_day` reads (the rest, such as the ids of every item
+    an archive run moved, is skipped without being made into objects)."""
+
+    action: object = None
+    time: object = None
+
+
+_RUN_LINE = msgspec.json.Decoder(_RunLine)
 
 
 def last_run_day(journal: Journal) -> dt.date | None:
     """The UTC day of the newest archive or archive-skip line in the journal, or None."""
-    for entry in journal.entries_newest_first():
-        if entry.get("action") in ACTIONS:
+    for raw in journal.lines_newest_first(b"archive"):  # every action in ACTIONS has the word
+        try:
+            line = _RUN_LINE.decode(raw)
+        except msgspec.DecodeError:
+            continue
+        if line.action in ACTIONS:
             try:
-                return dt.date.fromisoformat(str(entry.get("time", ""))[:10])
+                return dt.date.fromisoformat(str(line.time or "")[:10])
             except ValueError:
                 continue
     return None

@@ -29,17 +29,27 @@ mark) is `pagefiles`.
 from __future__ import annotations
 
 import bisect
+import heapq
 import logging
+import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 from boxmaker.memoryd.files.names import INDEX_FILE, TOPICS_DIR
 from boxmaker.memoryd.items import pagefiles
 from boxmaker.memoryd.items.live import Change, ItemStore
+from boxmaker.memoryd.items.pageparts import (
+    NOT_YET,
+    Hidden,
+    Withheld,
+    hot_key,
+    strictest,
+    take_away,
+    trigger_values,
+)
 from boxmaker.memoryd.items.projections import (
     FALLBACK_TOPIC,
     FALLBACK_TRIGGER,
@@ -56,11 +66,9 @@ from boxmaker.memoryd.items.store import Item
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.proto import fsio
-from boxmaker.proto.labels import DataClass, Label
+from boxmaker.proto.labels import Label
 
 log = logging.getLogger("boxmaker.memoryd.projections")
-
-T = TypeVar("T")
 
 #: A topic page of more items than this is written on the background thread.
 SYNC_ITEMS = 2000
@@ -72,58 +80,6 @@ DEBOUNCE = 0.5
 BACKGROUND_SHARE = 4
 #: How many of the newest hot items are kept at hand for index.md's recent activity.
 KEPT_RECENT = 4 * RECENT
-
-
-class Withheld(Protocol):
-    """What is withdrawn now (`withdrawal.exclusion.Exclusion`): compared by value, asked per item."""
-
-    def item(self, item: Item) -> bool: ...
-
-
-class _NotYet:
-    """What `Pages` holds before it first asks what is withdrawn (equal to nothing it is given)."""
-
-    def item(self, item: Item) -> bool:
-        del item
-        return False
-
-
-_NOT_YET = _NotYet()
-
-
-class _Hidden:
-    """The ids a page's pointer may not name: unknown, erased or withdrawn items."""
-
-    def __init__(self, items: dict[str, Item], withheld: Withheld) -> None:
-        self.items = items
-        self.withheld = withheld
-
-    def __contains__(self, ident: object) -> bool:
-        item = self.items.get(ident) if isinstance(ident, str) else None
-        return item is None or item.erased or self.withheld.item(item)
-
-
-def _values(item: Item) -> set[str]:
-    return {value for value in (item.scope, item.subject, *item.triggers) if value}
-
-
-def _hot_key(item: Item) -> tuple[str, str] | None:
-    return None if item.cooled or item.merged_into is not None else (item.time, item.id)
-
-
-def _less(counts: Counter[T], values: Iterable[T]) -> None:
-    """Take one of each of `values` from `counts`, dropping the ones that reach 0."""
-    for value in values:
-        counts[value] -= 1
-        if counts[value] <= 0:
-            del counts[value]
-
-
-def _strictest(labels: Iterable[Label]) -> Label:
-    label = Label(DataClass.PRIVATE, False)
-    for found in labels:
-        label = label.stricter(found)
-    return label
 
 
 class Pages:
@@ -145,7 +101,7 @@ class Pages:
         self.controls = controls
         self._mutex = threading.RLock()
         self._wake = threading.Condition(self._mutex)
-        self._current: Withheld = _NOT_YET
+        self._current: Withheld = NOT_YET
         self._withholding = False  # something is withdrawn now
         self._members: dict[str, dict[str, None]] = {}
         self._unsorted: set[str] = set()
@@ -179,7 +135,7 @@ class Pages:
         mark = pagefiles.read_mark(self.memory_dir, self.items.path, self.controls)
         self.items.refold(upto=mark)
         with self._mutex:
-            self._rebuild(everything=mark is None)
+            self._rebuild(everything=mark is None, shown=mark is not None)
             self.items.listeners.append(self.changed)
         self.items.follow()
         self.flush()
@@ -216,11 +172,12 @@ class Pages:
         self._rebuild(everything=False)
         return True
 
-    def _rebuild(self, everything: bool) -> None:
+    def _rebuild(self, everything: bool, shown: bool = False) -> None:
         """Count every part again from the fold (at start, after a refold: every page is written; after
         the controls changed: the pages whose items, or whose pointers' targets, were withdrawn or
-        reinstated)."""
-        before = {name: set(members) for name, members in self._members.items()}
+        reinstated; at start with a usable mark, `shown`: the pages already show this fold, so only
+        index.md is rendered again, and the lines after the mark mark their own pages)."""
+        before = self._members  # its dicts are replaced below, never changed: no copy is needed
         self._current = self.withheld()
         self._withholding = bool(self._current)
         self._members, self._triggers, self._labels, self._summaries = {}, {}, {}, {}
@@ -233,12 +190,29 @@ class Pages:
         if everything:
             self._dirty |= set(before) | set(self._members)
             return
-        after = {name: set(members) for name, members in self._members.items()}
-        self._dirty |= {name for name in set(before) | set(after) if before.get(name) != after.get(name)}
-        moved = set().union(*before.values()) ^ set().union(*after.values())
+        if shown:  # but a page deleted since is written again
+            try:
+                present = {entry.removesuffix(".md") for entry in os.listdir(self.memory_dir / TOPICS_DIR)}
+            except OSError:
+                present = set()
+            self._dirty |= self._members.keys() - present
+            return
+        # compared key by key, never as sets of every id (14 MB at 100,000 items, at every start)
+        empty: dict[str, None] = {}
+        changed = {
+            name
+            for name in before.keys() | self._members.keys()
+            if before.get(name, empty).keys() != self._members.get(name, empty).keys()
+        }
+        self._dirty |= changed
         fold = self.items.folded
-        for target in moved:
-            for ident in self._pointing.get(target, ()):
+        for target, pointers in self._pointing.items():
+            # only what is withdrawn changed, not the items: a target is in its own topic or in none
+            found = fold.items.get(target)
+            name = topic_of(found) if found is not None else ""
+            if (target in before.get(name, empty)) == (target in self._members.get(name, empty)):
+                continue
+            for ident in pointers:
                 pointer = fold.items.get(ident)
                 if pointer is not None and self._visible(pointer):
                     self._dirty.add(topic_of(pointer))
@@ -255,7 +229,10 @@ class Pages:
         if was and old is not None:
             self._leave(old, stays=now and topic_of(old) == topic_of(new))
         if now:
-            self._enter(new)
+            # a capture is the fold's newest item, and a rebuild enters items in capture order: only an
+            # item moving between topics can land before a member (so the fold's position table, 6 MB
+            # at 100,000 items, is made only then)
+            self._enter(new, in_order=quiet or old is None)
         if not quiet:
             self._dirty.add(INDEX_FILE)
             self._dirty.update(topic_of(i) for i in (old, new) if i is not None and self._visible(i))
@@ -272,13 +249,13 @@ class Pages:
             members.pop(item.id, None)
         self._summaries.pop(topic, None)
         if members:
-            _less(self._triggers[topic], _values(item))
-            _less(self._labels[topic], (item.label,))
+            take_away(self._triggers[topic], trigger_values(item))
+            take_away(self._labels[topic], (item.label,))
         else:
             del self._members[topic], self._triggers[topic], self._labels[topic]
             self._unsorted.discard(topic)
         self._pending.pop(item.id, None)
-        key = _hot_key(item)
+        key = hot_key(item)
         if key is not None:
             at = bisect.bisect_left(self._recent, key)
             if at < len(self._recent) and self._recent[at] == key:
@@ -286,12 +263,12 @@ class Pages:
                 if len(self._recent) < RECENT and not self._complete:
                     self._rescan_recent()
 
-    def _enter(self, item: Item) -> None:
+    def _enter(self, item: Item, in_order: bool) -> None:
         topic = topic_of(item)
         members = self._members.setdefault(topic, {})
         if item.id not in members:
             fold = self.items.folded
-            if members and fold.position(item.id) < fold.position(next(reversed(members))):
+            if not in_order and members and fold.position(item.id) < fold.position(next(reversed(members))):
                 self._unsorted.add(topic)
             members[item.id] = None
         self._summaries.pop(topic, None)
@@ -299,13 +276,13 @@ class Pages:
         if triggers is None:
             triggers = self._triggers[topic] = Counter()
             self._labels[topic] = Counter()
-        values = _values(item)
+        values = trigger_values(item)
         if values:
             triggers.update(values)
         self._labels[topic][item.label] += 1
         if item.status == "pending-cleanup" and item.merged_into is None:
             self._pending[item.id] = None
-        key = _hot_key(item)
+        key = hot_key(item)
         if key is not None and (len(self._recent) < KEPT_RECENT or key > self._recent[0]):
             bisect.insort(self._recent, key)
             if len(self._recent) > KEPT_RECENT:
@@ -313,14 +290,19 @@ class Pages:
                 self._complete = False
 
     def _rescan_recent(self) -> None:
-        keys = []
-        for item in self.items.folded.items.values():
-            key = _hot_key(item)
-            if key is not None and self._visible(item):
-                keys.append(key)
-        keys.sort()
-        self._complete = len(keys) <= KEPT_RECENT
-        self._recent = keys[-KEPT_RECENT:]
+        # the newest KEPT_RECENT keys, never a list of every item's key (100,000 tuples at start)
+        found = 0
+
+        def keys() -> Iterator[tuple[str, str]]:
+            nonlocal found
+            for item in self.items.folded.items.values():
+                key = hot_key(item)
+                if key is not None and self._visible(item):
+                    found += 1
+                    yield key
+
+        self._recent = sorted(heapq.nlargest(KEPT_RECENT, keys()))
+        self._complete = found <= KEPT_RECENT
 
     # Rendering -----------------------------------------------------------------------------------
 
@@ -331,7 +313,7 @@ class Pages:
             if topic is not None:
                 return self._topic(topic)
             text = self._index_text()
-            label = _strictest(label for counts in self._labels.values() for label in counts)
+            label = strictest(label for counts in self._labels.values() for label in counts)
             return Page(text, label, ())
 
     def topic_named(self, topic: str) -> Page | Refusal:
@@ -350,7 +332,7 @@ class Pages:
         parts = self._parts(name)
         return None if parts is None else topic_page(name, *parts())
 
-    def _parts(self, name: str) -> Callable[[], tuple[list[Item], _Hidden]] | None:
+    def _parts(self, name: str) -> Callable[[], tuple[list[Item], Hidden]] | None:
         """What a topic page is made of, taken under the mutex; rendering it (from what the returned
         call gives) needs no lock, so a large page is rendered while writes go on (its later changes
         mark it again)."""
@@ -358,9 +340,9 @@ class Pages:
         if not members:
             return None
         ids, unsorted = list(members), name in self._unsorted
-        fold, hidden = self.items.folded, _Hidden(self.items.folded.items, self._current)
+        fold, hidden = self.items.folded, Hidden(self.items.folded.items, self._current)
 
-        def parts() -> tuple[list[Item], _Hidden]:
+        def parts() -> tuple[list[Item], Hidden]:
             if unsorted:
                 ids.sort(key=fold.position)
             return [fold.items[i] for i in ids], hidden
@@ -378,11 +360,11 @@ class Pages:
                 triggers = sorted(self._triggers[name]) or [
                     FALLBACK_TRIGGER if name == FALLBACK_TOPIC else name.replace("-", " ")
                 ]
-                summary = self._summaries[name] = (triggers, _strictest(self._labels[name]))
+                summary = self._summaries[name] = (triggers, strictest(self._labels[name]))
             topics.append((name, *summary))
         pending = sorted(self._pending, key=fold.position)
         shown = [fold.items[i] for i in pending[:MAX_PENDING]]
-        hidden = _Hidden(fold.items, self._current)
+        hidden = Hidden(fold.items, self._current)
         return index_text(
             recent, topics, topic_count=len(names), pending=shown, pending_count=len(pending), hidden=hidden
         )
