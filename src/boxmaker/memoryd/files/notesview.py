@@ -16,14 +16,16 @@ Thread-safe.
 
 from __future__ import annotations
 
+import bisect
 import os
+import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from boxmaker.memoryd.files.entries import normalise_newlines
-from boxmaker.memoryd.files.notes import HEADER, Note, parse
+from boxmaker.memoryd.files.notes import _SESSION, _TIME, HEADER, Note, _note, parse
 from boxmaker.proto import fsio
 
 #: How many bytes before the parsed end must be unchanged for an append to be parsed alone.
@@ -52,6 +54,7 @@ class NotesView:
         self._seen: Identity | None = None
         self._guard = b""
         self.parses = 0
+        self._picked: tuple[Identity, tuple[str, ...], list[Note]] | None = None
 
     def notes(self) -> Sequence[Note]:
         """Every notes.md entry in file order (`notes.parse` of the file now); do not modify it.
@@ -69,6 +72,30 @@ class NotesView:
             if identity is None or not self._follow(identity):
                 self._parse_all()
             return self._notes
+
+    def legacy_or_marked(self, markers: Sequence[str]) -> Sequence[Note]:
+        """`legacy_or_marked` of the file now (what review reads of notes.md), kept until the file
+        changes (device, inode, size or mtime): a few notes, never the whole parse. Do not modify it.
+
+        Raises:
+            FileUnreadable: notes.md is missing, unreadable or not UTF-8.
+        """
+        wanted = tuple(markers)
+        with self._mutex:
+            try:
+                before = _identity(self.path)
+            except OSError:
+                before = None
+            kept = self._picked
+            if before is not None and kept is not None and kept[:2] == (before, wanted):
+                return kept[2]
+            found = legacy_or_marked(self._read_all(), wanted)  # raises FileUnreadable as the plain read
+            try:
+                after = _identity(self.path)
+            except OSError:
+                after = None
+            self._picked = (before, wanted, found) if before is not None and before == after else None
+            return found
 
     def _follow(self, identity: Identity) -> bool:
         """Parse only what was appended since the last read; False when that cannot be done."""
@@ -134,3 +161,94 @@ def _of(info: os.stat_result) -> Identity:
 
 def _identity(path: Path) -> Identity:
     return _of(os.stat(path, follow_symlinks=False))
+
+
+#: A date `datetime.date.fromisoformat` accepts in ``YYYY-MM-DD`` (year 1 to 9999, the month's days,
+#: 29 February in leap years only).
+_VALID_DATE = (
+    r"(?:(?!0000)[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+    r"|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)"
+)
+#: A header field that cannot hold the separator `` · `` (no space, no ``·``): when every field is one,
+#: the fields `notes` splits are exactly these.
+_PLAIN = r"[^ ·\n]+"
+#: A noted header line unless its fields are all plain and the first starting ``mem-`` is an item id
+#: (``mem-YYYY-MM-DD-NNN``, a real date: `items.store.is_item_id`), as memoryd writes every capture's
+#: header: legacy notes (no item id) match, with the few odd headers that are checked one by one.
+_NOTED_SUSPECT = (
+    rf"§ noted {_TIME} in session {_SESSION}(?![a-z0-9-])"
+    rf"(?!(?: · (?!mem-){_PLAIN})*+ · mem-{_VALID_DATE}-[0-9]{{3,}}(?: · {_PLAIN})*+$)"
+)
+#: `notes.HEADER` without its anchors: a whole line that is a header.
+_HEADER_LINE = HEADER.pattern.removeprefix("^").removesuffix(r"\Z") + "$"
+assert "^" + _HEADER_LINE[:-1] + r"\Z" == HEADER.pattern
+#: Each pattern after a newline (a literal start, which `re` finds fast) and at the text's start.
+_SUSPECTS = (re.compile("\n" + _NOTED_SUSPECT, re.MULTILINE), re.compile(_NOTED_SUSPECT, re.MULTILINE))
+_HEADERS = (re.compile("\n" + _HEADER_LINE, re.MULTILINE), re.compile(_HEADER_LINE, re.MULTILINE))
+
+
+def legacy_or_marked(text: str, markers: Sequence[str]) -> list[Note]:
+    """The notes of `notes.parse(text)` that are ``noted`` without an item id in their header (legacy
+    notes, and the text before the first header) or whose text holds one of `markers`, in file order with
+    their positions, without making the other notes: review reads only these, and 100,000 notes with
+    item ids then cost a scan of the text, not 100,000 `Note` objects. Each is given once.
+
+    Some notes given may be neither (a header of unusual fields: the caller checks each again, as
+    `item_id_of` and ``marker in note.text``); none that is either is left out. `markers` hold no newline.
+    """
+    suspects = {found + 1 for found in _starts(_SUSPECTS[0], text)}
+    if _SUSPECTS[1].match(text) is not None:
+        suspects.add(0)
+    marked = sorted({found for marker in markers if marker for found in _occurrences(text, marker)})
+    headers = _header_lines(text)
+    first = next(headers, None)
+    preamble = text[: max(0, first[0] - 1)].strip() if first is not None else text.strip()
+    found = [_note(None, preamble, 0)] if preamble else []
+    if first is None or (not suspects and not marked):
+        return found
+    at = bisect.bisect_left(marked, first[0])
+    position = len(found)
+    head: tuple[int, int] | None = first
+    while head is not None:
+        following = next(headers, None)
+        start, end = head
+        body_start = end + 1
+        entry_end = following[0] if following is not None else len(text)
+        body_end = entry_end - 1 if following is not None else len(text)
+        wanted = start in suspects
+        while at < len(marked) and marked[at] < entry_end:  # a marker's start: in the body, or the header
+            wanted = wanted or body_start <= marked[at] < body_end
+            at += 1
+        if wanted:
+            line = HEADER.match(text[start:end])
+            assert line is not None  # the line `_HEADERS` matched
+            found.append(_note(line, text[body_start : max(body_start, body_end)].strip(), position))
+        position += 1
+        head = following
+    return found
+
+
+def _header_lines(text: str) -> Iterator[tuple[int, int]]:
+    """Where each header line starts and ends (its newline, or the text's end), in order."""
+    at_start = _HEADERS[1].match(text)
+    if at_start is not None:
+        yield 0, at_start.end()
+    for match in _HEADERS[0].finditer(text):
+        yield match.start() + 1, match.end()
+
+
+def _starts(pattern: re.Pattern[str], text: str) -> Iterator[int]:
+    for match in pattern.finditer(text):
+        yield match.start()
+
+
+def _occurrences(text: str, needle: str) -> Iterator[int]:
+    """Where `needle` starts in `text` (overlapping too); its rarest-looking character (the highest
+    code point) is looked for first, which is far faster when it is absent."""
+    if max(needle) not in text:
+        return
+    found = text.find(needle)
+    while found >= 0:
+        yield found
+        found = text.find(needle, found + 1)

@@ -48,7 +48,7 @@ from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES
 from boxmaker.memoryd.files.store import FileOverLimit, Store
 from boxmaker.memoryd.review.feedback import read_feedback
-from boxmaker.memoryd.review.sections import Inputs, Section, build
+from boxmaker.memoryd.review.sections import LEGACY_MARKERS, Inputs, Section, build
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
 from boxmaker.memoryd.write.writer import Writer
 
@@ -80,7 +80,7 @@ def gather(writer: Writer, controls: Controls) -> Inputs:
         withdrawn_entries=withdrawn_identity(controls, store, writer.journal, identity),
         soul=_soul(store),
         conventions=_read(conventions_path) if conventions_path.is_file() else None,
-        notes=store.parsed_notes(),
+        notes=store.legacy_or_marked_notes(LEGACY_MARKERS),
         note_excluded=exclusion.note if withdrawn else _nothing,
         index_text=generated[names.INDEX_FILE],
         generated=generated,
