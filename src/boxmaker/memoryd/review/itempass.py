@@ -32,6 +32,8 @@ class ItemPass:
     days: dict[str, list[str]] = field(default_factory=dict)
     #: Items missing kind or Source.
     drift: list[Item] = field(default_factory=list)
+    #: The ids of the items withdrawn (`excluded`), erased ones too.
+    excluded: list[str] = field(default_factory=list)
     #: Every item by topic.
     by_topic: dict[str, list[Item]] = field(default_factory=dict)
 
@@ -48,7 +50,10 @@ class ItemPass:
         read = cls()
         archived = f"{ARCHIVE_DIR}/"
         for item in items:
-            if item.erased or excluded(item):
+            if excluded(item):  # erased or not: a withdrawn id must not show in a generated page
+                read.excluded.append(item.id)
+                continue
+            if item.erased:
                 continue
             topic = projections.topic_of(item)
             read.by_topic.setdefault(topic, []).append(item)

@@ -128,7 +128,7 @@ def build(inputs: Inputs) -> list[Section]:
         _duplicates(read.compared, read.groups, read.ruled),
         _conflicts(read.states),
         _boundary(read.rule_candidates, inputs, read.ruled),
-        _withdrawals(inputs),
+        _withdrawals(inputs, read.excluded),
         _archive(inputs, read.days),
         _schema(read.drift, inputs),
         _triggers(read.by_topic),
@@ -361,7 +361,9 @@ def _boundary(visible: Sequence[Item], inputs: Inputs, ruled: set[str] | None = 
     return section
 
 
-def _withdrawals(inputs: Inputs) -> Section:
+def _withdrawals(inputs: Inputs, excluded: Sequence[str] | None = None) -> Section:
+    """The withdrawal chains not reinstated, and withdrawn ids (of the chains' scopes, and `excluded`:
+    the items withdrawn, when known) found in a generated page."""
     section = Section(
         "withdrawals",
         "Withdrawal chains",
@@ -381,7 +383,9 @@ def _withdrawals(inputs: Inputs) -> Section:
         said = f"{chain.state}: {', '.join(heads)} · {', '.join(chain.scope.selectors())}"
         section.lines.append(said + (f" · {chain.why}" if chain.why else ""))
         withdrawn.update(chain.scope.memory_item_ids)
-    withdrawn.update(i.id for i in inputs.items.values() if inputs.excluded(i))
+    if excluded is None:
+        excluded = [i.id for i in inputs.items.values() if inputs.excluded(i)]
+    withdrawn.update(excluded)
     for name, text in inputs.generated.items():
         leaked = sorted(i for i in withdrawn if re.search(rf"{re.escape(i)}(?!\d)", text))
         if leaked:

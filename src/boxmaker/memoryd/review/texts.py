@@ -36,7 +36,11 @@ _ASCII_NON_WORDS = {c: " " for c in range(128) if _WORDS.fullmatch(chr(c))}
 _ASCII_NON_WORD_BYTES = bytes(c for c in _ASCII_NON_WORDS if c)
 #: What `RULE` can match in ASCII text, lowercased: one of these is in it.
 _RULE_WORDS = ("always", "never", "from now on", "every time", "must", "do not ever", "don't ever")
-_RULE_WORD_BYTES = tuple(word.encode("ascii") for word in _RULE_WORDS)
+#: The same with their non-word characters deleted, as `facts` looks for them in its buffer (a text whose
+#: lowered form holds a rule word holds this once those characters are gone).
+_RULE_WORDS_SQUASHED = tuple(
+    word.encode("ascii").translate(None, _ASCII_NON_WORD_BYTES) for word in _RULE_WORDS
+)
 
 #: How many ASCII texts `facts` joins into one buffer (a few MB at most: memoryd's peak stays low).
 CHUNK = 4096
@@ -74,19 +78,21 @@ def facts(texts: Sequence[str]) -> tuple[list[int], list[int]]:
 
 def _facts(texts: Sequence[str]) -> tuple[list[int], list[int]]:
     """`facts` of a few thousand texts, joined by NUL into one UTF-8 buffer: lowered, their ASCII
-    non-word characters deleted and the rule words looked for over the whole buffer at once, which is
-    exact for ASCII texts (each holding a rule word is then read by `reads_like_rule` itself); the few
-    others are done one by one."""
+    non-word characters deleted and the rule words (squashed the same way) looked for over the whole
+    buffer at once, which is exact for ASCII texts (each found holding a rule word is then read by
+    `reads_like_rule` itself); the few others are done one by one."""
     joined = "\x00".join(texts)
     if joined.count("\x00") != len(texts) - 1:  # a text holding NUL: one by one
         return [hash(normalised(t).replace(" ", "")) for t in texts], [
             n for n, t in enumerate(texts) if reads_like_rule(t)
         ]
     lowered = joined.encode("utf-8", "surrogatepass").lower()  # bytes.lower: ASCII letters only
-    words = lowered.translate(None, _ASCII_NON_WORD_BYTES).decode("utf-8", "surrogatepass").split("\x00")
+    squashed = lowered.translate(None, _ASCII_NON_WORD_BYTES)
+    words = squashed.decode("utf-8", "surrogatepass").split("\x00")
     keys = list(map(hash, words))
-    starts = list(accumulate((len(part) + 1 for part in lowered.split(b"\x00")), initial=0))
-    maybe = {bisect.bisect_right(starts, at) - 1 for at in _found(lowered, _RULE_WORD_BYTES)}
+    parts = words if joined.isascii() else squashed.split(b"\x00")  # where each text starts, in bytes
+    starts = list(accumulate((len(part) + 1 for part in parts), initial=0))
+    maybe = {bisect.bisect_right(starts, at) - 1 for at in _found(squashed, _RULE_WORDS_SQUASHED)}
     for n, text in enumerate(texts):
         if not text.isascii():
             keys[n] = hash(normalised(text).replace(" ", ""))
