@@ -11,7 +11,11 @@ erasure's scope read every note per request, and parsing 100,000 notes costs abo
   or CRLF at the seam): the whole file is parsed again, exactly as `notes.parse(store.read_notes())`.
 
 So what it returns is always `notes.parse` of the file as it is on disk, never ahead or behind it.
-Thread-safe.
+Thread-safe. A whole parse is `parse_all` (the same notes, header lines found by one pattern).
+
+`NotesView.legacy_or_marked` is what review reads: only the legacy notes (no item id) and the notes
+holding a legacy marker, found by one scan of the text (`legacy_or_marked`) and kept, a few notes, until
+the file changes; the notes memoryd writes are never made into objects for it.
 """
 
 from __future__ import annotations

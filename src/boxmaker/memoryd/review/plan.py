@@ -2,7 +2,8 @@
 checklist 9).
 
 `gather` reads the item store, the controls, the identity files, soul.md (and conventions.md
-when there is one), notes.md, index.md and topics/, the journal and feedback.jsonl, and `build`
+when there is one), notes.md (only its legacy notes and those holding a legacy marker:
+`Store.legacy_or_marked_notes`), index.md and topics/, the journal and feedback.jsonl, and `build`
 turns them into sections, in this order, each with its rows and what the owner does about them (a
 command; nothing here runs one):
 

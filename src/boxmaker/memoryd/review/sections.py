@@ -100,6 +100,7 @@ class Inputs:
     withdrawn_entries: frozenset[tuple[str, str]]
     soul: str
     conventions: str | None
+    #: notes.md's notes the sections may name (legacy notes, notes holding a marker), or every note.
     notes: Sequence[Note]
     note_excluded: Callable[[Note], bool]
     index_text: str
