@@ -20,7 +20,7 @@ from boxmaker.memoryd.files.notes import Note, parse
 from boxmaker.memoryd.files.notesview import legacy_or_marked, parse_all
 from boxmaker.memoryd.items.store import item_id_of
 from boxmaker.memoryd.review import plan, sections
-from boxmaker.memoryd.review.texts import NEAR, facts, near_pairs, normalised, reads_like_rule
+from boxmaker.memoryd.review.texts import NEAR, facts, lcs_length, near_pairs, normalised, reads_like_rule
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.messages import MemoryAdmin
 
@@ -199,3 +199,22 @@ def test_the_plan_from_the_few_notes_is_the_plan_from_every_note(home: Path, ser
         "note/2/2026-09-01T10:00Z",
         "note/4/2026-09-01T10:02Z",
     ]
+
+
+def _lcs_one_by_one(a: str, b: str) -> int:
+    row = [0] * (len(b) + 1)
+    for x in a:
+        diagonal = 0
+        for j, y in enumerate(b, start=1):
+            diagonal, row[j] = row[j], diagonal + 1 if x == y else max(row[j], row[j - 1])
+    return row[-1]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="abcé ", max_size=40), st.text(alphabet="abcé ", max_size=40))
+def test_lcs_length_is_the_longest_common_subsequence(a: str, b: str) -> None:
+    assert lcs_length(a, b) == _lcs_one_by_one(a, b)
+    matched = sum(
+        block.size for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    )
+    assert matched <= lcs_length(a, b)

@@ -115,7 +115,7 @@ def near_pairs(texts: Mapping[int, str], distinct: Sequence[int]) -> list[tuple[
     2 * shorter / (both lengths)), so only texts of close lengths are compared: near-linear in a large
     topic instead of every pair. A pair is then compared only when difflib's `quick_ratio` bound (the
     characters both hold, counted with repeats) reaches `NEAR`, that count taken as the set bits two
-    `_unary` bags share."""
+    `_unary` bags share, and when the tighter bound of their `lcs_length` does too."""
     by_length = sorted(distinct, key=lambda i: len(texts[i]))
     lengths = [len(texts[i]) for i in by_length]
     unary = _unary({i: Counter(texts[i]) for i in distinct})
@@ -129,10 +129,28 @@ def near_pairs(texts: Mapping[int, str], distinct: Sequence[int]) -> list[tuple[
                 continue
             b = by_length[y]
             one, two = (a, b) if a < b else (b, a)
+            if 2 * lcs_length(texts[one], texts[two]) < (NEAR - 1e-9) * (size + lengths[y]):
+                continue  # difflib's matches are a common subsequence: the ratio cannot reach NEAR
             matcher = difflib.SequenceMatcher(None, texts[one], texts[two], autojunk=False)
             if matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR:
                 found.append((one, two))
     return sorted(found)
+
+
+def lcs_length(a: str, b: str) -> int:
+    """The length of the longest common subsequence of `a` and `b`, in characters: Hyyrö's bit-parallel
+    form (one bit per character of `b`, a few int operations per character of `a`), so a pair costs
+    about what difflib spends on one match; difflib's matching blocks are a common subsequence, so its
+    ratio is at most 2 * this / (both lengths)."""
+    masks: dict[str, int] = {}
+    for at, char in enumerate(b):
+        masks[char] = masks.get(char, 0) | (1 << at)
+    full = (1 << len(b)) - 1
+    row = full
+    for char in a:
+        common = row & masks.get(char, 0)
+        row = ((row + common) | (row - common)) & full
+    return len(b) - row.bit_count()
 
 
 def _unary(counts: Mapping[int, Counter[str]]) -> dict[int, int]:
