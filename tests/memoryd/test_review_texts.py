@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_skeptic import note
@@ -131,7 +132,7 @@ PIECES = [
 @given(st.lists(st.lists(st.sampled_from(PIECES), max_size=4).map(" ".join), max_size=60))
 def test_facts_are_the_texts_one_by_one(texts: list[str]) -> None:
     keys, ruled = facts(texts)
-    assert keys == [hash(normalised(t).replace(" ", "")) for t in texts]
+    assert keys == [hash(normalised(t).replace(" ", "").encode("utf-8", "surrogatepass")) for t in texts]
     assert ruled == [n for n, t in enumerate(texts) if reads_like_rule(t)]
 
 
@@ -218,3 +219,30 @@ def test_lcs_length_is_the_longest_common_subsequence(a: str, b: str) -> None:
         block.size for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
     )
     assert matched <= lcs_length(a, b)
+
+
+def test_the_view_reads_bytes_as_the_store_reads_text(tmp_path: Path) -> None:
+    """notes.md scanned as bytes gives what the decoded text gives; a BOM or CRLF file is read as the
+    store reads it; a file that is not UTF-8 or is missing is refused as every read refuses it."""
+    from boxmaker.memoryd.files.store import FileUnreadable, Store
+
+    store = Store(tmp_path, tmp_path / "soul-starter.md")
+    legacy = "§ noted 2026-09-01T10:00Z in session chat-legacy · private\nOld [待清理] note\n\n"
+    capture = (
+        "§ noted 2026-09-01T10:01Z in session chat-a · private · mem-2026-09-01-001 · knowledge\nNew\n\n"
+    )
+    for raw in (
+        (capture + legacy).encode(),
+        b"\xef\xbb\xbf" + (legacy + capture).encode(),
+        (capture + legacy).replace("\n", "\r\n").encode(),
+        ("Typed 🧘 first\n\n" + capture * 3 + legacy).encode(),
+    ):
+        store.notes_path.write_bytes(raw)
+        text = raw.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
+        assert list(store.legacy_or_marked_notes(MARKERS)) == [n for n in parse(text) if _wanted(n)]
+    store.notes_path.write_bytes(legacy.encode() + b"\xff\n")
+    with pytest.raises(FileUnreadable, match="not UTF-8"):
+        store.legacy_or_marked_notes(MARKERS)
+    store.notes_path.unlink()
+    with pytest.raises(FileUnreadable, match="missing"):
+        store.legacy_or_marked_notes(MARKERS)

@@ -21,12 +21,14 @@ the file changes; the notes memoryd writes are never made into objects for it.
 from __future__ import annotations
 
 import bisect
+import codecs
 import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import AnyStr
 
 from boxmaker.memoryd.files.entries import normalise_newlines
 from boxmaker.memoryd.files.notes import _SESSION, _TIME, HEADER, Note, _note, parse
@@ -93,7 +95,14 @@ class NotesView:
             kept = self._picked
             if before is not None and kept is not None and kept[:2] == (before, wanted):
                 return kept[2]
-            found = legacy_or_marked(self._read_all(), wanted)  # raises FileUnreadable as the plain read
+            try:
+                raw: bytes | None = fsio.read_bytes(self.path)
+            except OSError:
+                raw = None
+            if raw is None or raw.startswith(codecs.BOM_UTF8) or b"\r" in raw or not _is_utf8(raw):
+                found = legacy_or_marked(self._read_all(), wanted)  # raises FileUnreadable as the plain read
+            else:  # notes.md as read_all gives it: scanned as bytes, never decoded whole
+                found = legacy_or_marked(raw, wanted)
             try:
                 after = _identity(self.path)
             except OSError:
@@ -187,27 +196,43 @@ _NOTED_SUSPECT = (
 #: `notes.HEADER` without its anchors: a whole line that is a header.
 _HEADER_LINE = HEADER.pattern.removeprefix("^").removesuffix(r"\Z") + "$"
 assert "^" + _HEADER_LINE[:-1] + r"\Z" == HEADER.pattern
+#: `_NOTED_SUSPECT` over UTF-8 bytes: a plain field's characters are bytes other than a space, a newline
+#: and the lead byte of ``·`` (C2 B7) unless another character follows it.
+_NOTED_SUSPECT_BYTES = (
+    _NOTED_SUSPECT.replace(_PLAIN, "\0").encode("utf-8").replace(b"\0", rb"(?:[^ \n\xc2]|\xc2[^\xb7])+")
+)
 #: Each pattern after a newline (a literal start, which `re` finds fast) and at the text's start.
-_SUSPECTS = (re.compile("\n" + _NOTED_SUSPECT, re.MULTILINE), re.compile(_NOTED_SUSPECT, re.MULTILINE))
+_SUSPECTS = (
+    re.compile(b"\n" + _NOTED_SUSPECT_BYTES, re.MULTILINE),
+    re.compile(_NOTED_SUSPECT_BYTES, re.MULTILINE),
+)
 _HEADERS = (re.compile("\n" + _HEADER_LINE, re.MULTILINE), re.compile(_HEADER_LINE, re.MULTILINE))
+_HEADERS_BYTES = (
+    re.compile(b"\n" + _HEADER_LINE.encode("utf-8"), re.MULTILINE),
+    re.compile(_HEADER_LINE.encode("utf-8"), re.MULTILINE),
+)
 
 
-def legacy_or_marked(text: str, markers: Sequence[str]) -> list[Note]:
+def legacy_or_marked(text: str | bytes, markers: Sequence[str]) -> list[Note]:
     """The notes of `notes.parse(text)` that are ``noted`` without an item id in their header (legacy
     notes, and the text before the first header) or whose text holds one of `markers`, in file order with
     their positions, without making the other notes: review reads only these, and 100,000 notes with
     item ids then cost a scan of the text, not 100,000 `Note` objects. Each is given once.
 
+    `text` may be given as UTF-8 bytes (valid, no BOM, no carriage return: what `notes.parse` reads is
+    then their decoding), which are scanned as they are, so the notes are never decoded whole.
     Some notes given may be neither (a header of unusual fields: the caller checks each again, as
     `item_id_of` and ``marker in note.text``); none that is either is left out. `markers` hold no newline.
     """
-    suspects = {found + 1 for found in _starts(_SUSPECTS[0], text)}
-    if _SUSPECTS[1].match(text) is not None:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    suspects = {found + 1 for found in _starts(_SUSPECTS[0], data)}
+    if _SUSPECTS[1].match(data) is not None:
         suspects.add(0)
-    marked = sorted({found for marker in markers if marker for found in _occurrences(text, marker)})
-    headers = ((start, end) for start, end, _ in _header_lines(text))
+    wanted = {marker.encode("utf-8") for marker in markers if marker}
+    marked = sorted({found for marker in wanted for found in _occurrences(data, marker)})
+    headers = ((start, end) for start, end, _ in _header_lines(_HEADERS_BYTES, data))
     first = next(headers, None)
-    preamble = text[: max(0, first[0] - 1)].strip() if first is not None else text.strip()
+    preamble = (data[: max(0, first[0] - 1)] if first is not None else data).decode("utf-8").strip()
     found = [_note(None, preamble, 0)] if preamble else []
     if first is None or (not suspects and not marked):
         return found
@@ -218,16 +243,17 @@ def legacy_or_marked(text: str, markers: Sequence[str]) -> list[Note]:
         following = next(headers, None)
         start, end = head
         body_start = end + 1
-        entry_end = following[0] if following is not None else len(text)
-        body_end = entry_end - 1 if following is not None else len(text)
-        wanted = start in suspects
+        entry_end = following[0] if following is not None else len(data)
+        body_end = entry_end - 1 if following is not None else len(data)
+        keep = start in suspects
         while at < len(marked) and marked[at] < entry_end:  # a marker's start: in the body, or the header
-            wanted = wanted or body_start <= marked[at] < body_end
+            keep = keep or body_start <= marked[at] < body_end
             at += 1
-        if wanted:
-            line = HEADER.match(text[start:end])
-            assert line is not None  # the line `_HEADERS` matched
-            found.append(_note(line, text[body_start : max(body_start, body_end)].strip(), position))
+        if keep:
+            line = HEADER.match(data[start:end].decode("utf-8"))
+            assert line is not None  # the line `_HEADERS_BYTES` matched
+            body = data[body_start : max(body_start, body_end)].decode("utf-8").strip()
+            found.append(_note(line, body, position))
         position += 1
         head = following
     return found
@@ -239,7 +265,7 @@ def parse_all(text: str) -> list[Note]:
     found: list[Note] = []
     head: re.Match[str] | None = None
     body_start = 0
-    for start, end, match in _header_lines(text):
+    for start, end, match in _header_lines(_HEADERS, text):
         body = text[body_start : max(body_start, start - 1)].strip()
         if head is not None or body:
             found.append(_note(head, body, len(found)))
@@ -250,27 +276,40 @@ def parse_all(text: str) -> list[Note]:
     return found
 
 
-def _header_lines(text: str) -> Iterator[tuple[int, int, re.Match[str]]]:
+def _header_lines(
+    patterns: tuple[re.Pattern[AnyStr], re.Pattern[AnyStr]], text: AnyStr
+) -> Iterator[tuple[int, int, re.Match[AnyStr]]]:
     """Where each header line starts and ends (its newline, or the text's end), in order, with its
-    match (the groups of `notes.HEADER`)."""
-    at_start = _HEADERS[1].match(text)
+    match (the groups of `notes.HEADER`): `patterns` are `_HEADERS` or `_HEADERS_BYTES`."""
+    at_start = patterns[1].match(text)
     if at_start is not None:
         yield 0, at_start.end(), at_start
-    for match in _HEADERS[0].finditer(text):
+    for match in patterns[0].finditer(text):
         yield match.start() + 1, match.end(), match
 
 
-def _starts(pattern: re.Pattern[str], text: str) -> Iterator[int]:
-    for match in pattern.finditer(text):
+def _starts(pattern: re.Pattern[bytes], data: bytes) -> Iterator[int]:
+    for match in pattern.finditer(data):
         yield match.start()
 
 
-def _occurrences(text: str, needle: str) -> Iterator[int]:
-    """Where `needle` starts in `text` (overlapping too); its rarest-looking character (the highest
-    code point) is looked for first, which is far faster when it is absent."""
-    if max(needle) not in text:
-        return
-    found = text.find(needle)
+def _occurrences(data: bytes, needle: bytes) -> Iterator[int]:
+    """Where `needle` starts in `data` (overlapping too)."""
+    found = data.find(needle)
     while found >= 0:
         yield found
-        found = text.find(needle, found + 1)
+        found = data.find(needle, found + 1)
+
+
+def _is_utf8(data: bytes) -> bool:
+    """True when `data` decodes as UTF-8 (strictly, as `Store.read_text` reads), decoded a megabyte at a
+    time so the whole text is never held decoded."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), 1 << 20):
+            decoder.decode(view[start : start + (1 << 20)])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -65,8 +65,8 @@ def reads_like_rule(text: str) -> bool:
 
 def facts(texts: Sequence[str]) -> tuple[list[int], list[int]]:
     """For each of `texts`, in order, its key: the hash of its `normalised` form without spaces (its word
-    characters, folded), so equal normalised texts give equal keys; and the positions in `texts` of
-    those that `reads_like_rule`, in order."""
+    characters, folded) as UTF-8, so equal normalised texts give equal keys; and the positions in
+    `texts` of those that `reads_like_rule`, in order."""
     keys: list[int] = []
     ruled: list[int] = []
     for start in range(0, len(texts), CHUNK):
@@ -83,21 +83,24 @@ def _facts(texts: Sequence[str]) -> tuple[list[int], list[int]]:
     `reads_like_rule` itself); the few others are done one by one."""
     joined = "\x00".join(texts)
     if joined.count("\x00") != len(texts) - 1:  # a text holding NUL: one by one
-        return [hash(normalised(t).replace(" ", "")) for t in texts], [
-            n for n, t in enumerate(texts) if reads_like_rule(t)
-        ]
+        return [_key(t) for t in texts], [n for n, t in enumerate(texts) if reads_like_rule(t)]
     lowered = joined.encode("utf-8", "surrogatepass").lower()  # bytes.lower: ASCII letters only
     squashed = lowered.translate(None, _ASCII_NON_WORD_BYTES)
-    words = squashed.decode("utf-8", "surrogatepass").split("\x00")
+    words = squashed.split(b"\x00")
     keys = list(map(hash, words))
-    parts = words if joined.isascii() else squashed.split(b"\x00")  # where each text starts, in bytes
-    starts = list(accumulate((len(part) + 1 for part in parts), initial=0))
+    starts = list(accumulate((len(word) + 1 for word in words), initial=0))
     maybe = {bisect.bisect_right(starts, at) - 1 for at in _found(squashed, _RULE_WORDS_SQUASHED)}
     for n, text in enumerate(texts):
         if not text.isascii():
-            keys[n] = hash(normalised(text).replace(" ", ""))
+            keys[n] = _key(text)
             maybe.add(n)
     return keys, [n for n in sorted(maybe) if reads_like_rule(texts[n])]
+
+
+def _key(text: str) -> int:
+    """`facts`' key of one text: the hash of its normalised form's word characters, as UTF-8 bytes
+    (what the buffer holds of an ASCII text)."""
+    return hash(normalised(text).replace(" ", "").encode("utf-8", "surrogatepass"))
 
 
 def _found(data: bytes, needles: Sequence[bytes]) -> Iterator[int]:
