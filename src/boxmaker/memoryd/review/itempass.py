@@ -48,31 +48,38 @@ class ItemPass:
         """Read `items` once: those erased or `excluded` are left out; `shown` are the ids autodream
         passes have shown (not undistilled), `counts` the ids with feedback."""
         read = cls()
-        archived = f"{ARCHIVE_DIR}/"
+        archived, cut = f"{ARCHIVE_DIR}/", len(ARCHIVE_DIR) + 1
+        topic_of, by_topic, groups, compared, days = (
+            projections.topic_of,
+            read.by_topic,
+            read.groups,
+            read.compared,
+            read.days,
+        )
         for item in items:
             if excluded(item):  # erased or not: a withdrawn id must not show in a generated page
                 read.excluded.append(item.id)
                 continue
             if item.erased:
                 continue
-            topic = projections.topic_of(item)
-            read.by_topic.setdefault(topic, []).append(item)
-            status = item.status
+            topic = topic_of(item)
+            by_topic.setdefault(topic, []).append(item)
+            status, kind, ident = item.status, item.kind, item.id
             if status in ("active", "pending-cleanup"):
-                read.groups.setdefault((item.kind, topic), []).append(len(read.compared))
-                read.compared.append(item)
+                groups.setdefault((kind, topic), []).append(len(compared))
+                compared.append(item)
                 if status == "pending-cleanup":
                     read.pending.append(item)
-                elif item.kind == "state":
+                elif kind == "state":
                     if item.subject:
                         read.states.append(item)
-                elif item.kind == "knowledge" and item.merged_into is None:
+                elif kind == "knowledge" and item.merged_into is None:
                     read.rule_candidates.append(item)
-            if item.id in counts:
+            if ident in counts:
                 read.with_feedback.append(item)
             ref = item.archive_ref
-            if ref and ref.startswith(archived) and item.id not in shown:  # `dream.inputs.undistilled`
-                read.days.setdefault(ref[len(archived) :].partition(".md#")[0], []).append(item.id)
-            if item.kind not in KINDS or not item.source:
+            if ref and ref.startswith(archived) and ident not in shown:  # `dream.inputs.undistilled`
+                days.setdefault(ref[cut:].partition(".md#")[0], []).append(ident)
+            if kind not in KINDS or not item.source:
                 read.drift.append(item)
         return read

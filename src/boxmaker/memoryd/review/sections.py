@@ -253,6 +253,8 @@ def _duplicates(
         ruled.update(compared[n].id for n in rules)
     near = {}
     for group, where in groups.items():
+        if len(where) < 2:  # nothing to pair with
+            continue
         members = [compared[n] for n in where]
         keys = [every_key[n] for n in where]
         first: dict[int, int] = {}  # the first member of each key
