@@ -196,11 +196,10 @@ _NOTED_SUSPECT = (
 #: `notes.HEADER` without its anchors: a whole line that is a header.
 _HEADER_LINE = HEADER.pattern.removeprefix("^").removesuffix(r"\Z") + "$"
 assert "^" + _HEADER_LINE[:-1] + r"\Z" == HEADER.pattern
-#: `_NOTED_SUSPECT` over UTF-8 bytes: a plain field's characters are bytes other than a space, a newline
-#: and the lead byte of ``·`` (C2 B7) unless another character follows it.
-_NOTED_SUSPECT_BYTES = (
-    _NOTED_SUSPECT.replace(_PLAIN, "\0").encode("utf-8").replace(b"\0", rb"(?:[^ \n\xc2]|\xc2[^\xb7])+")
-)
+#: `_PLAIN` over UTF-8 bytes: bytes other than a space, a newline and C2 (the lead byte of ``·``, C2 B7,
+#: and of a few other characters, which are let through), taken whole (a field ends at a space).
+_PLAIN_BYTES = rb"(?:[^ \n\xc2]|\xc2[^\xb7])[^ \n\xc2]*+(?:\xc2[^\xb7][^ \n\xc2]*+)*+"
+_NOTED_SUSPECT_BYTES = _NOTED_SUSPECT.replace(_PLAIN, "\0").encode("utf-8").replace(b"\0", _PLAIN_BYTES)
 #: Each pattern after a newline (a literal start, which `re` finds fast) and at the text's start.
 _SUSPECTS = (
     re.compile(b"\n" + _NOTED_SUSPECT_BYTES, re.MULTILINE),
