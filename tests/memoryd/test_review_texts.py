@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from test_skeptic import note
 
 from boxmaker.memoryd.files.notes import Note, parse
-from boxmaker.memoryd.files.notesview import legacy_or_marked, parse_all
+from boxmaker.memoryd.files.notesview import legacy_or_marked, parse_all, parse_bytes
 from boxmaker.memoryd.items.store import item_id_of
 from boxmaker.memoryd.review import plan, sections
 from boxmaker.memoryd.review.texts import NEAR, facts, lcs_length, near_pairs, normalised, reads_like_rule
@@ -225,8 +225,8 @@ def test_lcs_length_is_the_longest_common_subsequence(a: str, b: str) -> None:
 
 
 def test_the_view_reads_bytes_as_the_store_reads_text(tmp_path: Path) -> None:
-    """notes.md scanned as bytes gives what the decoded text gives; a BOM or CRLF file is read as the
-    store reads it; a file that is not UTF-8 or is missing is refused as every read refuses it."""
+    """notes.md scanned or parsed as bytes gives what the decoded text gives; a BOM or CRLF file is read
+    as the store reads it; a file that is not UTF-8 or is missing is refused as every read refuses it."""
     from boxmaker.memoryd.files.store import FileUnreadable, Store
 
     store = Store(tmp_path, tmp_path / "soul-starter.md")
@@ -243,9 +243,20 @@ def test_the_view_reads_bytes_as_the_store_reads_text(tmp_path: Path) -> None:
         store.notes_path.write_bytes(raw)
         text = raw.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
         assert list(store.legacy_or_marked_notes(MARKERS)) == [n for n in parse(text) if _wanted(n)]
+        assert list(store.parsed_notes()) == parse(text)
     store.notes_path.write_bytes(legacy.encode() + b"\xff\n")
     with pytest.raises(FileUnreadable, match="not UTF-8"):
         store.legacy_or_marked_notes(MARKERS)
+    with pytest.raises(FileUnreadable, match="not UTF-8"):
+        store.parsed_notes()
     store.notes_path.unlink()
     with pytest.raises(FileUnreadable, match="missing"):
         store.legacy_or_marked_notes(MARKERS)
+    with pytest.raises(FileUnreadable, match="missing"):
+        store.parsed_notes()
+
+
+@settings(max_examples=400, deadline=None)
+@given(notes_texts, st.integers(1, 200))
+def test_parse_bytes_in_pieces_is_notes_parse(text: str, piece: int) -> None:
+    assert parse_bytes(text.encode("utf-8"), piece) == parse(text)

@@ -150,14 +150,22 @@ class NotesView:
             before = _identity(self.path)
         except OSError:
             before = None
-        text = self._read_all()  # raises FileUnreadable as the plain read does
+        try:
+            raw: bytes | None = fsio.read_bytes(self.path)
+        except OSError:
+            raw = None
+        if raw is None or raw.startswith(codecs.BOM_UTF8) or b"\r" in raw or not _is_utf8(raw):
+            text = self._read_all()  # raises FileUnreadable as the plain read does
+            notes = parse_all(normalise_newlines(text))
+            raw = text.encode("utf-8")
+        else:  # notes.md as read_all gives it: decoded a piece at a time, never whole
+            notes = parse_bytes(raw)
         try:
             after = _identity(self.path)
         except OSError:
             after = None
-        self._notes = tuple(parse_all(normalise_newlines(text)))
+        self._notes = tuple(notes)
         self.parses += 1
-        raw = text.encode("utf-8")
         if before is not None and before == after and len(raw) == before[2]:
             self._seen, self._guard = before, raw[-GUARD_BYTES:]
         else:  # changing while read, or not as on disk (a BOM): parse again next time
@@ -258,20 +266,36 @@ def legacy_or_marked(text: str | bytes, markers: Sequence[str]) -> list[Note]:
     return found
 
 
-def parse_all(text: str) -> list[Note]:
+def parse_all(text: str, first: int = 0) -> list[Note]:
     """`notes.parse` (every note, in file order), its header lines found by one pattern over the whole
-    text instead of matched line by line: the same notes, about twice as fast on 100,000 notes."""
+    text instead of matched line by line: the same notes, about twice as fast on 100,000 notes. The
+    positions start at `first` (a text that is the rest of a file, cut where a header line starts)."""
     found: list[Note] = []
     head: re.Match[str] | None = None
     body_start = 0
     for start, end, match in _header_lines(_HEADERS, text):
         body = text[body_start : max(body_start, start - 1)].strip()
         if head is not None or body:
-            found.append(_note(head, body, len(found)))
+            found.append(_note(head, body, first + len(found)))
         head, body_start = match, end + 1
     body = text[body_start:].strip()
     if head is not None or body:
-        found.append(_note(head, body, len(found)))
+        found.append(_note(head, body, first + len(found)))
+    return found
+
+
+def parse_bytes(data: bytes, piece: int = 1 << 20) -> list[Note]:
+    """`parse_all` of `data`, UTF-8 without a BOM or a carriage return, decoded about `piece` bytes at a
+    time, each piece ending where a header line starts (so its last body ends as in the whole text, and
+    the next piece holds no text before a header): the same notes, and 100,000 notes are never held
+    decoded whole (23 MB of notes.md is 92 MB as one str when a single character needs four bytes)."""
+    found: list[Note] = []
+    start = 0
+    while start < len(data):
+        following = _HEADERS_BYTES[0].search(data, start + piece) if start + piece < len(data) else None
+        end = following.start() + 1 if following is not None else len(data)
+        found += parse_all(data[start:end].decode("utf-8"), len(found))
+        start = end
     return found
 
 
