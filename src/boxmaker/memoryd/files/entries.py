@@ -47,7 +47,7 @@ def normalise_newlines(raw: str) -> str:
     """How files the owner edits by hand are read: a leading BOM dropped, CRLF read as LF (DESIGN 7)."""
     if raw.startswith("\ufeff"):
         raw = raw[1:]
-    return raw.replace("\r\n", "\n")
+    return raw.replace("\r\n", "\n") if "\r" in raw else raw  # a lone character is found fast
 
 
 def is_separator(line: str) -> bool:

@@ -238,6 +238,16 @@ class Store:
         """
         return self._notes.notes()
 
+    def legacy_or_marked_notes(self, markers: Sequence[str]) -> Sequence[Note]:
+        """The notes.md entries review reads (`notesview.legacy_or_marked`: legacy notes, and notes
+        holding one of `markers`), found without parsing every note and kept until the file changes;
+        do not modify the result.
+
+        Raises:
+            FileUnreadable: see `read_text`.
+        """
+        return self._notes.legacy_or_marked(markers)
+
     def read_notes(self) -> str:
         """notes.md's text (BOM dropped, CRLF as LF).
 

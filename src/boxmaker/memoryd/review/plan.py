@@ -2,7 +2,8 @@
 checklist 9).
 
 `gather` reads the item store, the controls, the identity files, soul.md (and conventions.md
-when there is one), notes.md, index.md and topics/, the journal and feedback.jsonl, and `build`
+when there is one), notes.md (only its legacy notes and those holding a legacy marker:
+`Store.legacy_or_marked_notes`), index.md and topics/, the journal and feedback.jsonl, and `build`
 turns them into sections, in this order, each with its rows and what the owner does about them (a
 command; nothing here runs one):
 
@@ -48,7 +49,7 @@ from boxmaker.memoryd.files import names
 from boxmaker.memoryd.files.entries import CONVENTIONS, IDENTITY_FILES
 from boxmaker.memoryd.files.store import FileOverLimit, Store
 from boxmaker.memoryd.review.feedback import read_feedback
-from boxmaker.memoryd.review.sections import Inputs, Section, build
+from boxmaker.memoryd.review.sections import LEGACY_MARKERS, Inputs, Section, build
 from boxmaker.memoryd.withdrawal.controls import Controls, withdrawn_identity
 from boxmaker.memoryd.write.writer import Writer
 
@@ -80,7 +81,7 @@ def gather(writer: Writer, controls: Controls) -> Inputs:
         withdrawn_entries=withdrawn_identity(controls, store, writer.journal, identity),
         soul=_soul(store),
         conventions=_read(conventions_path) if conventions_path.is_file() else None,
-        notes=store.parsed_notes(),
+        notes=store.legacy_or_marked_notes(LEGACY_MARKERS),
         note_excluded=exclusion.note if withdrawn else _nothing,
         index_text=generated[names.INDEX_FILE],
         generated=generated,

@@ -5,11 +5,7 @@ read (`Inputs`), giving its rows and the command the owner runs about them. The 
 
 from __future__ import annotations
 
-import bisect
-import difflib
 import re
-import unicodedata
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +17,9 @@ from boxmaker.memoryd.files.names import ARCHIVE_DIR
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.items import projections
 from boxmaker.memoryd.items.store import KINDS, Item, active_by_subject, item_id_of
-from boxmaker.memoryd.review.feedback import CANDIDATE_AT, tally
+from boxmaker.memoryd.review.feedback import CANDIDATE_AT, Tally, tally
+from boxmaker.memoryd.review.itempass import ItemPass
+from boxmaker.memoryd.review.texts import RULE, facts, near_pairs, normalised
 from boxmaker.memoryd.withdrawal.records import Chain
 from boxmaker.proto.escape import escape_line
 
@@ -37,19 +35,11 @@ SHOWN = 20
 ROW_IDS = 20
 
 
-NEAR = 0.9
-
-
 #: Near-duplicate comparison is pairwise: groups (kind, topic) larger than this get exact matches only.
 NEAR_GROUP = 400
 
 
 LEGACY_MARKERS = ("[待清理]", "[待确认]")
-
-
-_RULE = re.compile(
-    r"\b(always|never|from now on|every time|whenever|must not|must|do not ever|don't ever)\b", re.IGNORECASE
-)
 
 
 _MONTH = (
@@ -65,13 +55,6 @@ _DATED = re.compile(
 )
 
 
-_WORDS = re.compile(r"[^\w]+")
-#: Every ASCII character `_WORDS` matches, mapped to a space (`normalised`'s fast path).
-_ASCII_NON_WORDS = {c: " " for c in range(128) if _WORDS.fullmatch(chr(c))}
-#: What `_RULE` can match in ASCII text, lowercased: one of these is in it.
-_RULE_WORDS = ("always", "never", "from now on", "every time", "must", "do not ever", "don't ever")
-
-
 @dataclass(slots=True)
 class Section:
     """One part of the plan."""
@@ -84,6 +67,8 @@ class Section:
     summary: str = ""
     #: Where the owner sees every row when the section shows only the first `SHOWN`.
     see: str = "bxctl memory items"
+    #: Lines past the first `SHOWN` counted but not made (`text_lines` says how many more there are).
+    unmade: int = 0
 
     def data(self) -> dict[str, Any]:
         """The section as ``--json`` prints it: at most `SHOWN` rows, ``count`` all of them, ``more``
@@ -100,7 +85,7 @@ class Section:
 
     def text_lines(self) -> list[str]:
         """At most `SHOWN` lines, then ``… and K more; see <command>``."""
-        more = len(self.lines) - SHOWN
+        more = len(self.lines) + self.unmade - SHOWN
         return self.lines[:SHOWN] + ([f"… and {more:,} more; see {self.see}"] if more > 0 else [])
 
 
@@ -115,6 +100,7 @@ class Inputs:
     withdrawn_entries: frozenset[tuple[str, str]]
     soul: str
     conventions: str | None
+    #: notes.md's notes the sections may name (legacy notes, notes holding a marker), or every note.
     notes: Sequence[Note]
     note_excluded: Callable[[Note], bool]
     index_text: str
@@ -129,40 +115,24 @@ def _short(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def normalised(text: str) -> str:
-    """Text as duplicates are compared: NFKC, case folded, punctuation and spacing collapsed."""
-    if text.isascii():  # the same, faster: NFKC leaves ASCII as it is, and casefold is lower
-        return " ".join(text.lower().translate(_ASCII_NON_WORDS).split())
-    return " ".join(_WORDS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split())
-
-
-def reads_like_rule(text: str) -> bool:
-    """True when `text` reads like a standing rule (`_RULE`); ASCII text holding none of its words is
-    passed over without the pattern."""
-    if text.isascii():
-        lower = text.lower()
-        if not any(word in lower for word in _RULE_WORDS):
-            return False
-    return _RULE.search(text) is not None
-
-
 def build(inputs: Inputs) -> list[Section]:
-    """The plan's sections, in order (module docstring). Pure (what it computes of each text is kept
-    for the next plan: `_FACTS`)."""
-    if len(_FACTS) > 2 * len(inputs.items) + 1024:
-        _FACTS.clear()
-    visible = [i for i in inputs.items.values() if not i.erased and not inputs.excluded(i)]
+    """The plan's sections, in order (module docstring). Pure but for `_NEAR` (each topic's near pairs
+    kept for the next plan). The items are read in one pass (`itempass.ItemPass`), each section then
+    given only the items it may name, in store order; `_duplicates` finds which read like rules, for
+    `_boundary`."""
+    counts = tally(inputs.feedback)
+    read = ItemPass.of(inputs.items.values(), inputs.excluded, inputs.shown, counts)
     return [
-        _misleading(visible, inputs.feedback),
+        _misleading(read.with_feedback, inputs.feedback, counts),
         _index(inputs.index_text),
-        _pending(visible, inputs),
-        _duplicates(visible),
-        _conflicts(visible),
-        _boundary(visible, inputs),
-        _withdrawals(inputs),
-        _archive(inputs),
-        _schema(visible, inputs),
-        _triggers(visible),
+        _pending(read.pending, inputs),
+        _duplicates(read.compared, read.groups, read.ruled),
+        _conflicts(read.states),
+        _boundary(read.rule_candidates, inputs, read.ruled),
+        _withdrawals(inputs, read.excluded),
+        _archive(inputs, read.days),
+        _schema(read.drift, inputs),
+        _triggers(read.by_topic),
     ]
 
 
@@ -177,7 +147,9 @@ def _item_row(item: Item, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> Section:
+def _misleading(
+    visible: Sequence[Item], feedback: Sequence[dict[str, Any]], counts: Mapping[str, Tally] | None = None
+) -> Section:
     section = Section(
         "misleading",
         "Items with repeated misleading feedback (most misleading first)",
@@ -186,7 +158,7 @@ def _misleading(visible: Sequence[Item], feedback: Sequence[dict[str, Any]]) -> 
         "as a proposal (the memory action propose) that you accept or reject (bxctl memory proposals)",
         see="bxctl memory feedback",
     )
-    counts = tally(feedback)
+    counts = tally(feedback) if counts is None else counts
     found = [(item, counts[item.id]) for item in visible if item.id in counts]
     repeated = [(i, t) for i, t in found if t.misleading >= CANDIDATE_AT]
     repeated.sort(key=lambda pair: (-pair[1].misleading, -pair[1].misleading_by_owner, pair[0].id))
@@ -255,7 +227,14 @@ def _pending(visible: Sequence[Item], inputs: Inputs) -> Section:
     return section
 
 
-def _duplicates(visible: Sequence[Item]) -> Section:
+def _duplicates(
+    compared: Sequence[Item],
+    groups: Mapping[tuple[str, str], Sequence[int]] | None = None,
+    ruled: set[str] | None = None,
+) -> Section:
+    """Identical and near-identical texts among `compared` (active and pending-cleanup items), compared
+    within each (kind, topic): `groups` gives their positions in `compared` when known. The ids of those
+    whose text reads like a rule are added to `ruled`."""
     section = Section(
         "duplicates",
         "Duplicates (identical or near-identical text)",
@@ -263,25 +242,40 @@ def _duplicates(visible: Sequence[Item]) -> Section:
         "(bxctl memory status ID stale); autodream merges duplicates keeping every source",
         see="bxctl memory items",
     )
-    groups: dict[tuple[str, str], list[Item]] = {}
-    for item in visible:
-        if item.status in ("active", "pending-cleanup"):
-            groups.setdefault((item.kind, projections.topic_of(item)), []).append(item)
+    if groups is None:
+        compared = [i for i in compared if i.status in ("active", "pending-cleanup")]
+        found: dict[tuple[str, str], list[int]] = {}
+        for n, item in enumerate(compared):
+            found.setdefault((item.kind, projections.topic_of(item)), []).append(n)
+        groups = found
+    every_key, rules = facts([i.text for i in compared])
+    if ruled is not None:
+        ruled.update(compared[n].id for n in rules)
     near = {}
-    for group, members in groups.items():
-        keys = tuple(_facts(i.text) >> 1 for i in members)
-        first: dict[int, int] = {}
-        for b, key in enumerate(keys):  # identical: each pairs with the first of its text
-            a = first.setdefault(key, b)
-            if a != b and normalised(members[a].text) == normalised(members[b].text):  # not a hash clash
-                _duplicate(section, members[a], members[b], "identical")
-        if members[0].kind != "knowledge" or len(first) > NEAR_GROUP:
+    for group, where in groups.items():
+        if len(where) < 2:  # nothing to pair with
             continue
+        members = [compared[n] for n in where]
+        keys = [every_key[n] for n in where]
+        first: dict[int, int] = {}  # the first member of each key
+        split: dict[int, dict[str, int]] = {}  # a key members share: the first of each normalised text
+        for b, key in enumerate(keys):
+            a = first.setdefault(key, b)
+            if a == b:
+                continue
+            texts = split.get(key)
+            if texts is None:
+                texts = split[key] = {normalised(members[a].text): a}
+            a = texts.setdefault(normalised(members[b].text), b)
+            if a != b:  # identical: each pairs with the first of its text
+                _duplicate(section, members[a], members[b], "identical")
+        distinct = sorted({*first.values(), *(a for texts in split.values() for a in texts.values())})
+        if members[0].kind != "knowledge" or len(distinct) > NEAR_GROUP:
+            continue
+        hashes = tuple(hash(i.text) for i in members)
         known = _NEAR.get(group)
-        if known is None or known[0] != keys:  # a topic that changed since the last plan is compared again
-            distinct = sorted(first.values())
-            texts = {i: normalised(members[i].text) for i in distinct}
-            known = (keys, _near_pairs(texts, distinct))
+        if known is None or known[0] != hashes:  # a topic that changed since the last plan: again
+            known = (hashes, near_pairs({i: normalised(members[i].text) for i in distinct}, distinct))
         near[group] = known
         for a, b in known[1]:
             _duplicate(section, members[a], members[b], "near-identical")
@@ -290,44 +284,9 @@ def _duplicates(visible: Sequence[Item]) -> Section:
     return section
 
 
-def _facts(text: str) -> int:
-    """What the plan needs of a text, computed once per text (`_FACTS`): the hash of its `normalised`
-    form times two, plus one when it `reads_like_rule`."""
-    found = _FACTS.get(text)
-    if found is None:
-        found = hash(normalised(text)) * 2 + reads_like_rule(text)
-        _FACTS[text] = found
-    return found
-
-
-#: `_facts` by text, kept between plans (a plan over 100,000 items then computes only the texts it has
-#: not seen; `build` empties it when it holds far more texts than the store).
-_FACTS: dict[str, int] = {}
-#: The near-identical pairs of each (kind, topic) group as last compared, with the group's `_facts`
-#: hashes then: the same hashes, the same pairs.
+#: The near-identical pairs of each (kind, topic) group as last compared, with the hashes of the
+#: group's texts then: the same texts, the same pairs.
 _NEAR: dict[tuple[str, str], tuple[tuple[int, ...], list[tuple[int, int]]]] = {}
-
-
-def _near_pairs(texts: Mapping[int, str], distinct: Sequence[int]) -> list[tuple[int, int]]:
-    """The pairs (a, b), a before b in `distinct`, whose texts are near-identical (ratio >= `NEAR`), in
-    that order. Two texts whose lengths differ too much cannot reach `NEAR` (the ratio is at most
-    2 * shorter / (both lengths)), so only texts of close lengths are compared: near-linear in a large
-    topic instead of every pair."""
-    by_length = sorted(distinct, key=lambda i: len(texts[i]))
-    lengths = [len(texts[i]) for i in by_length]
-    bags = {i: Counter(texts[i]) for i in distinct}
-    found: list[tuple[int, int]] = []
-    for x, a in enumerate(by_length):
-        longest = len(texts[a]) * (2 - NEAR) / NEAR  # 2 * la / (la + lb) >= NEAR
-        for b in by_length[x + 1 : bisect.bisect_right(lengths, longest)]:
-            shared = sum((bags[a] & bags[b]).values())  # `quick_ratio`, without building a matcher
-            if 2 * shared < NEAR * (len(texts[a]) + len(texts[b])):
-                continue
-            one, two = (a, b) if a < b else (b, a)
-            matcher = difflib.SequenceMatcher(None, texts[one], texts[two], autojunk=False)
-            if matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR:
-                found.append((one, two))
-    return sorted(found)
 
 
 def _duplicate(section: Section, one: Item, two: Item, how: str) -> None:
@@ -348,12 +307,18 @@ def _conflicts(visible: Sequence[Item]) -> Section:
             continue
         ordered = sorted(rows, key=lambda i: (i.time, i.id))
         section.rows.append({"subject": subject, "ids": [i.id for i in ordered], "newest": ordered[-1].id})
+        if len(section.lines) >= SHOWN:  # counted, not shown: made only for the text's first lines
+            section.unmade += 1
+            continue
         listed = "; ".join(f"[{i.date}] {i.id} {_short(i.text, 40)}" for i in ordered)
         section.lines.append(f"subject {_short(subject)}: {listed}")
     return section
 
 
-def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
+def _boundary(visible: Sequence[Item], inputs: Inputs, ruled: set[str] | None = None) -> Section:
+    """Identity entries and active knowledge items (not merged) that read like rules, with the ids of
+    the items that do in `ruled` when they are known (`_duplicates`); dated lines of soul.md and
+    conventions.md."""
     section = Section(
         "boundary",
         "Steering/memory boundary",
@@ -365,20 +330,24 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
     )
     for name, entries in inputs.identity.items():
         for entry in entries:
-            if (name, entry) not in inputs.withdrawn_entries and _RULE.search(entry):
+            if (name, entry) not in inputs.withdrawn_entries and RULE.search(entry):
                 section.rows.append(
                     {"file": name, "text": entry, "reads_like": "standing rule", "candidate": "proposal"}
                 )
                 section.lines.append(
                     f"{name} · reads like a standing rule: candidate for a proposal · {_short(entry)}"
                 )
-    for item in visible:
-        if (
-            item.kind == "knowledge"
-            and item.status == "active"
-            and item.merged_into is None  # a merged member is history: its consolidated item is proposed
-            and _facts(item.text) & 1
-        ):
+    candidates = [
+        i
+        for i in visible
+        if i.kind == "knowledge"
+        and i.status == "active"
+        and i.merged_into is None  # a merged member is history: its consolidated item is proposed
+    ]
+    if ruled is None:
+        ruled = {candidates[n].id for n in facts([i.text for i in candidates])[1]}
+    for item in candidates:
+        if item.id in ruled:
             section.rows.append(_item_row(item, reads_like="standing rule", candidate="proposal"))
             if len(section.lines) < SHOWN:  # the text shows the first `SHOWN`
                 section.lines.append(
@@ -395,7 +364,9 @@ def _boundary(visible: Sequence[Item], inputs: Inputs) -> Section:
     return section
 
 
-def _withdrawals(inputs: Inputs) -> Section:
+def _withdrawals(inputs: Inputs, excluded: Sequence[str] | None = None) -> Section:
+    """The withdrawal chains not reinstated, and withdrawn ids (of the chains' scopes, and `excluded`:
+    the items withdrawn, when known) found in a generated page."""
     section = Section(
         "withdrawals",
         "Withdrawal chains",
@@ -415,7 +386,9 @@ def _withdrawals(inputs: Inputs) -> Section:
         said = f"{chain.state}: {', '.join(heads)} · {', '.join(chain.scope.selectors())}"
         section.lines.append(said + (f" · {chain.why}" if chain.why else ""))
         withdrawn.update(chain.scope.memory_item_ids)
-    withdrawn.update(i.id for i in inputs.items.values() if inputs.excluded(i))
+    if excluded is None:
+        excluded = [i.id for i in inputs.items.values() if inputs.excluded(i)]
+    withdrawn.update(excluded)
     for name, text in inputs.generated.items():
         leaked = sorted(i for i in withdrawn if re.search(rf"{re.escape(i)}(?!\d)", text))
         if leaked:
@@ -426,7 +399,9 @@ def _withdrawals(inputs: Inputs) -> Section:
     return section
 
 
-def _archive(inputs: Inputs) -> Section:
+def _archive(inputs: Inputs, days: Mapping[str, list[str]] | None = None) -> Section:
+    """The archive files with items not yet distilled (`days`: their ids by archive day, found by
+    `build`'s pass as `undistilled_days` finds them)."""
     section = Section(
         "archive",
         "Archive not yet distilled (archived items no autodream pass's dream-input has shown)",
@@ -434,7 +409,9 @@ def _archive(inputs: Inputs) -> Section:
         "bxctl memory note; withdrawn items are not counted",
         see="bxctl memory items (their Source names the archive file)",
     )
-    for day, ids in sorted(undistilled_days(inputs.items, inputs.excluded, set(inputs.shown)).items()):
+    if days is None:
+        days = undistilled_days(inputs.items, inputs.excluded, set(inputs.shown))
+    for day, ids in sorted(days.items()):
         file = f"{ARCHIVE_DIR}/{day}.md"
         section.rows.append({"file": file, "items": sorted(ids)[:ROW_IDS], "items_count": len(ids)})
         section.lines.append(f"{file} · {len(ids):,} item{'' if len(ids) == 1 else 's'} not distilled")
@@ -471,7 +448,8 @@ def _schema(visible: Sequence[Item], inputs: Inputs) -> Section:
     return section
 
 
-def _triggers(visible: Sequence[Item]) -> Section:
+def _triggers(visible: Sequence[Item] | Mapping[str, Sequence[Item]]) -> Section:
+    """The topics (of `visible`, or `visible` already by topic) whose items give no trigger."""
     section = Section(
         "triggers",
         "Topics without triggers of their own",
@@ -479,9 +457,7 @@ def _triggers(visible: Sequence[Item]) -> Section:
         "triggers), so index.md says when to read the page",
         see="bxctl memory items",
     )
-    by_topic: dict[str, list[Item]] = {}
-    for item in visible:
-        by_topic.setdefault(projections.topic_of(item), []).append(item)
+    by_topic: Mapping[str, Sequence[Item]] = visible if isinstance(visible, Mapping) else _by_topic(visible)
     for name, members in sorted(by_topic.items()):
         if not any(i.scope or i.subject or i.triggers for i in members):  # incl. autodream's assign
             section.rows.append(
@@ -496,3 +472,10 @@ def _triggers(visible: Sequence[Item]) -> Section:
                 "no scope or subject"
             )
     return section
+
+
+def _by_topic(items: Sequence[Item]) -> dict[str, list[Item]]:
+    found: dict[str, list[Item]] = {}
+    for item in items:
+        found.setdefault(projections.topic_of(item), []).append(item)
+    return found
