@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/locomo_recall.py --data ../shared/data/locomo-dev.json [--json]
+    python bench/locomo_recall.py --data ../shared/data/locomo-dev.json [--distractors N] [--json]
 
 For each conversation, in its own temporary home (one agent's memory each): every LoCoMo session
 becomes a session log in the project's format (``sessions/locomo-s<N>/0.jsonl``: a ``session_start``,
@@ -16,6 +16,10 @@ Metrics (``../shared/data/README.md``), overall, for categories 1-4, and per cat
 frac@k for k = 1, 5, 10, mrr at 10, and query latency p50/p99 in milliseconds. Evidence ids are
 normalised (``D8:6; D9:17`` split, ``D:11:26`` -> ``D11:26``, ``D30:05`` -> ``D30:5``); ids naming no turn
 are dropped, and a question left with none is counted in ``n_dropped``.
+
+With ``--distractors N``, each conversation's home also holds N records of other chat (`corpus`: the
+scale benchmark's text, made from the same conversations' sentences recombined, names replaced and one
+content word in five made up), indexed with it: the same questions, asked inside a large memory.
 
 With ``--json``, stdout holds only one JSON object: ``{"overall", "overall_1_4", "by_category",
 "n_questions", "n_dropped"}``.
@@ -37,6 +41,7 @@ from typing import Any
 
 from benchkit import open_home, percentiles, write_session
 from boxmaker.memoryd.index.recall import RecallResult
+from corpus import Corpus, write_sessions
 
 KS = (1, 5, 10)
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
@@ -126,11 +131,14 @@ def write_logs(conv: Conversation, sessions_dir: Path) -> dict[str, str]:
     return keys
 
 
-def run_conversation(conv: Conversation) -> list[Outcome]:
-    """Index one conversation in a temporary home and ask every question through recall."""
+def run_conversation(conv: Conversation, distractors: tuple[Corpus, int] | None = None) -> list[Outcome]:
+    """Index one conversation (with `distractors`: that many records of the corpus' chat beside it) in
+    a temporary home and ask every question through recall."""
     with tempfile.TemporaryDirectory(prefix="bx-locomo-") as tmp:
         home = Path(tmp)
         keys = write_logs(conv, home / "sessions")
+        if distractors is not None:
+            write_sessions(distractors[0], home / "sessions", distractors[1])
         index, recaller = open_home(home)
         index.catch_up_all()
         outcomes = []
@@ -203,9 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
     parser.add_argument("--json", action="store_true", help="print only the JSON object")
+    parser.add_argument(
+        "--distractors", type=int, default=0, help="records of other chat indexed beside each conversation"
+    )
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"{args.data} does not exist")
+    if args.distractors < 0:
+        parser.error(f"--distractors must be 0 or more, not {args.distractors}")
     try:
         conversations = load(args.data)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
@@ -213,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     if not any(conv.questions for conv in conversations):
         parser.error(f"{args.data} holds no conversation with a question to ask")
     outcomes: list[Outcome] = []
+    extra = (Corpus(args.data, 1), args.distractors) if args.distractors else None
     for conv in conversations:
-        outcomes += run_conversation(conv)
+        outcomes += run_conversation(conv, extra)
         if not args.json:
             print(f"{conv.sample_id}: {len(conv.questions)} questions", file=sys.stderr)
     dropped = sum(c.dropped for c in conversations)

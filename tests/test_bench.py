@@ -51,6 +51,25 @@ def test_locomo_recall_json_and_targets() -> None:
     assert overall["frac@5"] >= 0.60
 
 
+def test_locomo_recall_refuses_a_negative_distractor_count() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "locomo_recall.py"),
+            "--data",
+            str(shared_data("locomo-dev.json")),
+        ]
+        + ["--distractors", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--distractors must be 0 or more, not -1" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_scale_benchmark_runs() -> None:
     result = run(
         "scale.py",
