@@ -58,8 +58,9 @@ def test_locomo_recall_refuses_a_negative_distractor_count() -> None:
             str(ROOT / "bench" / "locomo_recall.py"),
             "--data",
             str(shared_data("locomo-dev.json")),
-        ]
-        + ["--distractors", "-1"],
+            "--distractors",
+            "-1",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
