@@ -17,7 +17,7 @@ are no-ops, returning False, where the C library is not glibc (musl, macOS): not
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import logging
 
 log = logging.getLogger("boxmaker.proto.heap")
@@ -29,19 +29,15 @@ MMAP_THRESHOLD = 128 * 1024
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number in glibc's malloc.h
 
 
+@functools.cache
 def _glibc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    """The process's own C library when it is glibc (its symbols, looked up in the running program:
+    no search for a library file, which would start a subprocess), else None."""
     try:
-        libc = ctypes.CDLL(name)
+        libc = ctypes.CDLL(None)
     except OSError:
         return None
-    if (
-        not hasattr(libc, "mallopt")
-        or not hasattr(libc, "malloc_trim")
-        or not hasattr(libc, "gnu_get_libc_version")
-    ):
+    if not all(hasattr(libc, name) for name in ("mallopt", "malloc_trim", "gnu_get_libc_version")):
         return None
     return libc
 
