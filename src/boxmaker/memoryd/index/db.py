@@ -40,23 +40,21 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-
-import msgspec
 
 from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index import logfiles
+from boxmaker.memoryd.index.batches import Batch, Encoded
 from boxmaker.memoryd.index.prefetch import prefetch
 from boxmaker.memoryd.index.schema import Counts, counts_of, last_rowid, tail_reader, transaction
-from boxmaker.memoryd.index.walk import Rows, Walk, line_check, searchable_text, time_of, walk_records
+from boxmaker.memoryd.index.walk import Walk, line_check, searchable_text, time_of, walk_records
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.labels import DataClass
@@ -100,49 +98,6 @@ class _LogState:
         if not isinstance(self.resumed, Walk):
             self.resumed = self.resumed()
         return self.resumed
-
-
-@dataclass(slots=True)
-class _Batch:
-    """Rows and progress lines waiting to be written together."""
-
-    rows: Rows = field(default_factory=Rows)
-    notes: list[tuple[Any, ...]] = field(default_factory=list)
-    progress: list[tuple[int, str, int, int, str, int, str]] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.rows.rows) + len(self.notes)
-
-    def encoded(self) -> _Encoded:
-        """The batch as `IndexDB._flush` writes it (made on the producer's thread): every text free
-        of lone surrogates (possible in a model's text; SQLite takes UTF-8 only), each note as JSON,
-        the session rows and the searchable columns each as one JSON array."""
-        searchable = [_clean_searchable(row) for row in self.rows.searchable]
-        return _Encoded(
-            len(self.rows.rows),
-            _ENCODER.encode(self.rows.rows).decode("utf-8"),
-            [_json(note) for note in self.notes],
-            _ENCODER.encode(searchable).decode("utf-8"),
-            [_clean(row) for row in self.progress],
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _Encoded:
-    """A batch ready to write: how many session rows, the session rows (`origins`) as one JSON array,
-    the notes (JSON each), the searchable columns of both in that order as one JSON array, and the
-    progress of each log read."""
-
-    sessions: int
-    origins: str
-    notes: list[str]
-    searchable: str
-    progress: list[tuple[Any, ...]]
-
-    @property
-    def count(self) -> int:
-        """Rows in the batch (session rows and notes)."""
-        return self.sessions + len(self.notes)
 
 
 class IndexDB:
@@ -228,11 +183,11 @@ class IndexDB:
 
     def _batches(
         self, names: Sequence[str], progress: dict[str, tuple[Any, ...]], tails: Callable[[str], str]
-    ) -> Iterator[_Encoded]:
+    ) -> Iterator[Encoded]:
         """Rows of every session past its progress, in batches (no SQL). The first batches are
         small, so writing starts early, then each doubles up to `BATCH_ROWS`. Logs are read in
         chunks of `CHUNK_BYTES`, so a huge log neither fills memory nor delays a stop."""
-        batch = _Batch()
+        batch = Batch()
         size = FIRST_BATCH_ROWS
         excluded = self.exclusion()
         for session in names:
@@ -249,7 +204,7 @@ class IndexDB:
                     more = self._collect(log_state, batch, excluded)
                     if len(batch) >= size:
                         yield batch.encoded()
-                        batch = _Batch()
+                        batch = Batch()
                         size = min(2 * size, BATCH_ROWS)
                     if not more:
                         break
@@ -297,7 +252,7 @@ class IndexDB:
             raise LogShrank(f"{path} is {size:,} bytes, shorter than the {state.offset:,} already indexed")
         return state
 
-    def _collect(self, state: _LogState, batch: _Batch, excluded: Exclusion) -> bool:
+    def _collect(self, state: _LogState, batch: Batch, excluded: Exclusion) -> bool:
         """Walk the next chunk of a log into `batch`, leaving out withdrawn records. Returns True
         when more of the log is left."""
         try:
@@ -348,7 +303,7 @@ class IndexDB:
             )
         return bool(decoded) and not state.damaged and len(data) >= CHUNK_BYTES
 
-    def _flush(self, batch: _Encoded, meta: dict[str, str] | None = None) -> int:
+    def _flush(self, batch: Encoded, meta: dict[str, str] | None = None) -> int:
         """Write one batch (and `meta` values) in one transaction."""
         with transaction(self.conn):
             added = self._write(batch)
@@ -356,7 +311,7 @@ class IndexDB:
                 self.set_meta(key, value)
         return added
 
-    def _write(self, batch: _Encoded) -> int:
+    def _write(self, batch: Encoded) -> int:
         """Write one batch inside the caller's transaction: the session rows and the searchable
         columns each with one statement over a JSON array (``json_each``: SQLite then inserts the
         whole batch without taking Python's lock, which the producer thread holds while it walks the
@@ -399,8 +354,8 @@ class IndexDB:
 
     # Notes -------------------------------------------------------------------------------------------
 
-    def _notes_batch(self, notes: Sequence[Note]) -> _Encoded:
-        batch = _Batch()
+    def _notes_batch(self, notes: Sequence[Note]) -> Encoded:
+        batch = Batch()
         excluded = self.exclusion()
         for note in notes:
             if note.label.data_class > self.max_class or excluded.note(note):
@@ -470,34 +425,6 @@ class IndexDB:
 def _skip(excluded: Exclusion, session: str, epoch: int) -> Callable[[int], bool]:
     """`walk_records`'s skip for one log: record numbers are 0-based, anchors' lines 1-based."""
     return lambda number: excluded.record(session, epoch, number + 1)
-
-
-_ENCODER = msgspec.json.Encoder()
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _json(row: tuple[Any, ...]) -> str:
-    """A row as one JSON array; a lone surrogate (possible in a model's text) becomes U+FFFD."""
-    try:
-        return _ENCODER.encode(row).decode("utf-8")
-    except UnicodeEncodeError:
-        return _ENCODER.encode(_clean(row)).decode("utf-8")
-
-
-def _clean_searchable(row: tuple[str, str, str]) -> tuple[str, str, str]:
-    """`_clean` of a row's searchable columns; its context column is free of lone surrogates already
-    (`walk._context`), and is full of non-ASCII fillers, so it is not looked at again."""
-    text, ctx, time = row
-    if text.isascii() and time.isascii():
-        return row
-    return (_SURROGATE.sub("\ufffd", text), ctx, _SURROGATE.sub("\ufffd", time))
-
-
-def _clean(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """`row` with every lone surrogate in its texts as U+FFFD (ASCII texts are looked at no further)."""
-    if all(not isinstance(v, str) or v.isascii() or not _SURROGATE.search(v) for v in row):
-        return row
-    return tuple(_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row)
 
 
 class Cancelled(Exception):
