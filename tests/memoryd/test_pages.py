@@ -16,8 +16,8 @@ from item_helpers import archive, capture, set_status, supersede, withdraw
 
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.files.names import PAGES_MARK
+from boxmaker.memoryd.items import pagefiles, projections
 from boxmaker.memoryd.items import pages as pages_module
-from boxmaker.memoryd.items import projections
 from boxmaker.memoryd.items.live import ItemStore
 from boxmaker.memoryd.memory import excluded
 from boxmaker.memoryd.service import Memoryd
@@ -239,3 +239,30 @@ def test_kill_9_while_noting_then_restart_leaves_pages_equal_to_a_full_render(ho
         finally:
             stop(process)
     assert counter > 10
+
+
+def test_a_large_page_is_written_in_a_gap_between_requests(
+    service: Memoryd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pages_module, "SYNC_ITEMS", 2)  # the lessons page goes to the background writer
+    monkeypatch.setattr(pages_module, "DEBOUNCE", 0.01)
+    monkeypatch.setattr(pagefiles, "LONGEST_WAIT", 30.0)
+    memory_dir = service.config.layout.memory
+    pages = service.memory.pages
+    for n in range(3):
+        capture(service, f"Lesson {n}: small commits review faster.")
+    pages.settle()
+    with pages.requests.serving():  # a request being answered: the background writer waits
+        capture(service, "Lesson 3: written only once the request is answered.")
+        threading.Event().wait(0.3)
+        assert "Lesson 3" not in (memory_dir / "topics" / "lessons.md").read_text()
+    assert settled(service) == full_render(memory_dir, service)
+    assert "Lesson 3" in (memory_dir / "topics" / "lessons.md").read_text()
+
+
+def test_requests_wait_for_a_gap_and_gives_up_after_the_longest_wait() -> None:
+    requests = pagefiles.Requests()
+    assert requests.wait(0.0)  # nothing answered yet: a gap
+    with requests.serving():
+        assert not requests.wait(0.05)
+    assert requests.wait(1.0)  # the gap comes GRACE after the last answer

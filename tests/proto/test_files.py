@@ -218,3 +218,14 @@ def test_complete_lines(lines: list[bytes], tail: bytes) -> None:
 def test_a_time_of_the_right_form_must_still_be_a_real_time() -> None:
     with pytest.raises(ValueError, match="not a real date and time"):
         records.decode_record(b'{"type":"user","time":"2026-13-45T99:99:99Z","content":"x"}')
+
+
+def test_atomic_write_chunks_syncs_as_it_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(os.fstat(fd).st_size), real(fd)))
+    path = tmp_path / "page.md"
+    fsio.atomic_write_chunks(path, (b"x" * 400 for _ in range(7)), sync_every=1000)
+    assert path.read_bytes() == b"x" * 2800
+    assert synced == [1200, 2400]  # each time 1000 more bytes were written (the rest: the final fsync)
+    assert [p.name for p in tmp_path.iterdir()] == ["page.md"]

@@ -252,6 +252,10 @@ class Memoryd:
             MemoryUnavailable: for `memory_block` when the block cannot be served.
             InvalidBody: a session id "owner" from loopd or brokerd; a malformed owner command.
         """
+        with self.memory.pages.requests.serving():  # a large page's background write waits meanwhile
+            return self._answer(kind, body)
+
+    def _answer(self, kind: str, body: Body) -> Body:
         memory = self.memory
         if isinstance(body, MemoryBlock):
             return MemoryBlockReply(block(memory).text)

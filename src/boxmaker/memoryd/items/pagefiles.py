@@ -2,6 +2,12 @@
 page streamed to its file in paced pieces, and the mark (``memory/.projections.json``, `PAGES_MARK`)
 that says through which offset of the item log the pages are up to date.
 
+A large page is background work: it is rendered and written in the gaps between the requests memoryd
+answers (`Requests`: a request's thread otherwise waited for the GIL at each of its fsyncs, and for the
+disk behind the page's own writes: a note's p99 at 100,000 items was over 20 ms while the 20 MB
+``lessons`` page was written), and its file is synced every `SYNC_BYTES` as it goes, so no request's
+fsync waits behind many megabytes of the page.
+
 The mark is ``{"items": [st_dev, st_ino, offset] | null, "controls": [st_size, st_mtime_ns] | null}``;
 it is written without fsync (an older mark only renders more at start) and read back only when the item
 log is the same file (device and inode), the offset within its size, and controls.jsonl unchanged.
@@ -9,9 +15,11 @@ log is the same file (device and inode), the offset within its size, and control
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +32,58 @@ log = logging.getLogger("boxmaker.memoryd.projections")
 #: The background writer pauses this long (seconds) after each 64 KB of a large page, so the GIL goes
 #: to the threads answering requests (without it a note waited behind the render: p99 over 100 ms).
 PACE = 0.001
+#: A large page's file is synced after about this many bytes (`fsio.atomic_write_chunks`' ``sync_every``).
+SYNC_BYTES = 1 << 20
+#: The longest the background writer waits for a gap between requests (seconds) before it writes one
+#: more piece anyway: a steady stream of requests slows a large page down, never stops it.
+LONGEST_WAIT = 0.25
+#: A gap between requests counts once none has been answered for this long (seconds): a client's next
+#: request usually comes within it, and would otherwise wait for the GIL before it is even read.
+GRACE = 0.005
+
+
+class Requests:
+    """The requests memoryd is answering now (`serving`, around each one); the background writer of
+    large pages waits for a moment with none (`wait`). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._count = 0
+        self._ended = 0.0  # when the last request was answered (time.monotonic)
+        self._quiet = threading.Event()
+        self._quiet.set()
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Hold the background writer back while one request is answered."""
+        with self._mutex:
+            self._count += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._count -= 1
+                if not self._count:
+                    self._ended = time.monotonic()
+                    self._quiet.set()
+
+    def wait(self, longest: float = LONGEST_WAIT) -> bool:
+        """Wait for a gap: no request answered for `GRACE` seconds; at most `longest` seconds. False
+        when it timed out (requests are still coming)."""
+        if self._quiet.is_set() and time.monotonic() - self._ended >= GRACE:
+            return True
+        deadline = time.monotonic() + longest
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if not self._quiet.is_set():
+                self._quiet.wait(deadline - now)
+            elif now - self._ended >= GRACE:
+                return True
+            else:
+                time.sleep(min(GRACE - (now - self._ended), deadline - now))
 
 
 def put(path: Path, text: str) -> bool:
@@ -42,16 +102,21 @@ def put(path: Path, text: str) -> bool:
     return not same
 
 
-def batched(lines: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
-    """Lines joined into pieces of about `size` characters, encoded, with a `PACE` pause after each."""
+def batched(lines: Iterable[str], requests: Requests | None = None, size: int = 1 << 16) -> Iterator[bytes]:
+    """Lines joined into pieces of about `size` characters, encoded, with a `PACE` pause after each;
+    with `requests`, each line waits for a gap between them (`Requests.wait`; once a wait times out,
+    the rest of that piece is made without waiting)."""
     batch: list[str] = []
     held = 0
+    pressed = False
     for line in lines:
+        if requests is not None and not pressed:
+            pressed = not requests.wait()
         batch.append(line)
         held += len(line)
         if held >= size:
             yield "".join(batch).encode("utf-8")
-            batch, held = [], 0
+            batch, held, pressed = [], 0, False
             time.sleep(PACE)  # let a request's thread run: a large page is background work
     if batch:
         yield "".join(batch).encode("utf-8")

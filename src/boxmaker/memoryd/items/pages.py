@@ -13,8 +13,9 @@ When a page is written:
   items and index.md, before the answer goes back;
 - a larger topic page (an import of thousands of notes without a scope: the ``lessons`` topic) on a
   background thread, at most once per `DEBOUNCE` seconds while writes go on (and never more than a
-  fifth of the time: `BACKGROUND_SHARE`); the `memory` tool's
-  ``index`` and ``topic`` actions never read the files (`page`), so no reader of memoryd sees an old page.
+  fifth of the time: `BACKGROUND_SHARE`), in the gaps between requests (`requests`, which memoryd
+  holds around each: `pagefiles.Requests`); the `memory` tool's ``index`` and ``topic`` actions never
+  read the files (`page`), so no reader of memoryd sees an old page.
 
 The mark (``memory/.projections.json``, `PAGES_MARK`): once every page is written, the item log's
 identity and the offset through which the pages show it, and the controls' size and mtime. At start
@@ -120,6 +121,8 @@ class Pages:
         self._thread: threading.Thread | None = None
         #: Page writes done (topic pages and index.md), for the benchmark and tests.
         self.written = 0
+        #: The requests being answered now: the background writer waits for a gap between them.
+        self.requests = pagefiles.Requests()
 
     # Start and stop -----------------------------------------------------------------------------
 
@@ -458,6 +461,7 @@ class Pages:
             self._writing += 1
         try:
             for name in sorted(taken):
+                self.requests.wait()
                 with self._mutex:
                     parts = self._parts(name)
                 path = self.memory_dir / TOPICS_DIR / f"{name}.md"
@@ -466,8 +470,9 @@ class Pages:
                         path.unlink(missing_ok=True)
                     else:
                         found, hidden = parts()
-                        chunks = topic_chunks(name, found, hidden)
-                        fsio.atomic_write_chunks(path, pagefiles.batched(chunks))
+                        lines = topic_chunks(name, found, hidden, self.requests.wait)
+                        chunks = pagefiles.batched(lines, self.requests)
+                        fsio.atomic_write_chunks(path, chunks, sync_every=pagefiles.SYNC_BYTES)
                     self.written += 1
                 except OSError as exc:
                     log.error("cannot write %s: %s", path, exc)

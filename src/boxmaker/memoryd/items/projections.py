@@ -155,7 +155,7 @@ def _yaml(text: str) -> str:
     return json.dumps(md_text(text), ensure_ascii=True)
 
 
-def triggers_of(found: Sequence[Item], name: str) -> list[str]:
+def triggers_of(found: Iterable[Item], name: str) -> list[str]:
     values = {value for item in found for value in (item.scope, item.subject, *item.triggers) if value}
     if values:
         return sorted(values)
@@ -212,17 +212,37 @@ def topic_page(name: str, found: Sequence[Item], hidden: Container[str]) -> Page
     return Page("".join(topic_chunks(name, found, hidden)), label_of(found), tuple(i.id for i in found))
 
 
-def topic_chunks(name: str, found: Sequence[Item], hidden: Container[str]) -> Iterator[str]:
+#: `topic_chunks` calls its `pause` once per this many items while it reads them for the page's head.
+PAUSE_EVERY = 1000
+
+
+def paced(items: Iterable[Item], pause: Callable[[], object] | None) -> Iterator[Item]:
+    """`items`, with `pause` called before the first and then once per `PAUSE_EVERY` of them."""
+    if pause is None:
+        yield from items
+        return
+    for n, item in enumerate(items):
+        if n % PAUSE_EVERY == 0:
+            pause()
+        yield item
+
+
+def topic_chunks(
+    name: str, found: Sequence[Item], hidden: Container[str], pause: Callable[[], object] | None = None
+) -> Iterator[str]:
     """A topic page's text line by line (each with its newline), so a page of 100,000 items can be
-    written without holding it whole (`pages`)."""
-    triggers = triggers_of(found, name)
-    dates = sorted({item.date for item in found})
-    history = [i for i in found if i.status in ("superseded", "stale") or i.merged_into is not None]
-    pending = [i for i in found if i.status == "pending-cleanup" and i.merged_into is None]
-    current = [i for i in found if i.status == "active" and i.merged_into is None]
+    written without holding it whole (`pages`); `pause` is called every `PAUSE_EVERY` items while the
+    head is worked out (a background writer waits there for a gap between requests)."""
+    triggers = triggers_of(paced(found, pause), name)
+    dates = sorted({item.date for item in paced(found, pause)})
+    history = [
+        i for i in paced(found, pause) if i.status in ("superseded", "stale") or i.merged_into is not None
+    ]
+    pending = [i for i in paced(found, pause) if i.status == "pending-cleanup" and i.merged_into is None]
+    current = [i for i in paced(found, pause) if i.status == "active" and i.merged_into is None]
     active = [i for i in current if not i.cooled]
     cooled = [i for i in current if i.cooled]
-    label = label_of(found)
+    label = label_of(paced(found, pause))
     head = [
         "---",
         f"title: {_yaml(_title(name))}",
