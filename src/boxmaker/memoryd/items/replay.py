@@ -44,7 +44,7 @@ from boxmaker.memoryd.files.names import (
     PROPOSALS_FILE,
 )
 from boxmaker.memoryd.items import archive, projections
-from boxmaker.memoryd.items.store import Item, fold
+from boxmaker.memoryd.items.store import Item, apply_logged
 from boxmaker.memoryd.sentences import Refusal
 from boxmaker.memoryd.sentences import files as files_sentences
 from boxmaker.proto import fsio
@@ -70,7 +70,8 @@ def replay(
     fsio.ensure_dir(into)
     for name in ("conventions.md", "memory.md", "user.md", "notes.md"):
         fsio.ensure_file(into / name)
-    events: list[dict[str, Any]] = []
+    state: dict[str, Item] = {}  # the fold so far, one event at a time (a fold per archive was quadratic)
+    applied = 0
     for line in journal_lines:
         notes = line.get("notes")
         if isinstance(notes, list) and notes:
@@ -104,14 +105,14 @@ def replay(
             continue
         for event in new:
             if event.get("event") == "archive":
-                state = fold(events)
                 found = [state[i] for i in event.get("ids", []) if i in state]
                 file = str(event["file"])
                 fsio.ensure_dir(into / names.ARCHIVE_DIR)
                 fsio.append_bytes(into / file, archive.render_append(into, file, found))
-            events.append(event)
+            applied += 1
+            apply_logged(state, event, applied)
         fsio.append_bytes(into / ITEMS_FILE, b"".join(encode_line(e) + b"\n" for e in new))
-    rendered = projections.render(fold(events).values(), exclusion_for(into))
+    rendered = projections.render(state.values(), exclusion_for(into))
     projections.write(into, rendered)
 
 

@@ -175,11 +175,16 @@ def fold(events: Iterable[dict[str, Any]]) -> dict[str, Item]:
     """
     items: dict[str, Item] = {}
     for number, event in enumerate(events, start=1):
-        try:
-            apply_event(items, event)
-        except (KeyError, TypeError, ValueError, msgspec.ValidationError) as exc:
-            log.warning("skipping event %d of the item log (%s): %s", number, event.get("event"), exc)
+        apply_logged(items, event, number)
     return items
+
+
+def apply_logged(items: dict[str, Item], event: dict[str, Any], number: int) -> None:
+    """`apply_event`, an event that does not fit skipped with a log line naming it (`number`, from 1)."""
+    try:
+        apply_event(items, event)
+    except (KeyError, TypeError, ValueError, msgspec.ValidationError) as exc:
+        log.warning("skipping event %d of the item log (%s): %s", number, event.get("event"), exc)
 
 
 def apply_event(items: dict[str, Item], event: dict[str, Any]) -> list[str]:
