@@ -280,6 +280,10 @@ def test_up_status_memory_commands_down(home: Path) -> None:
         evil = run("memory", "note", "x\x1b]8;;https://evil\x07y")
         assert evil.returncode == 1
         assert "refused:control: " in evil.stderr  # one form for every refusal (issue 18)
+        huge = run("memory", "note", "-", stdin="a" * 5_000_000)  # more than one frame: said, no traceback
+        assert huge.returncode == 1, huge.stderr
+        assert "over the 4,194,304-byte limit of one frame" in huge.stderr
+        assert "Traceback" not in huge.stderr
 
         files = run("memory", "files")
         assert "user.md    23 of 1,375 characters, 1 entry" in files.stdout

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from boxmaker.proto import wire
-from boxmaker.proto.errors import PeerError
+from boxmaker.proto.errors import FrameTooLarge, PeerError
 from boxmaker.proto.messages import Body, BrokerAdmin, BrokerAdminReply, MemoryAdmin, MemoryAdminReply
 
 #: The start of an `invalid-body` error's sentence, which names the message kind (protocol internals).
@@ -112,10 +112,16 @@ def request(
 
     Raises:
         RoleUnreachable: nothing answers at `path`.
-        RoleRefused: the role answered with an `error` frame.
+        RoleRefused: the role answered with an `error` frame, or the request or its answer is larger
+            than one frame.
     """
     try:
         return wire.call(path, body, timeout=timeout, on_interim=on_interim)
+    except FrameTooLarge as exc:  # a request or an answer larger than one frame: say so, ask for less
+        raise RoleRefused(
+            f"{role}: a {exc.size:,}-byte message is over the {exc.limit:,}-byte limit of one frame"
+            " (a shorter text, or a smaller --limit, fits)"
+        ) from None
     except PeerError as exc:
         if exc.code == "unreachable":
             raise RoleUnreachable(role, path, exc.message) from None
