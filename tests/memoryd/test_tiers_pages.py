@@ -109,6 +109,11 @@ def test_a_listing_larger_than_a_frame_comes_one_page_at_a_time(big: Path) -> No
     assert [row["id"] for row in every][:2] == ["mem-2026-03-02-001", "mem-2026-03-02-002"]
     assert len({row["id"] for row in every}) == NOTES
     assert bxctl_ok(big, "memory", "items", "--limit", "0").stdout.count("\nmem-") == NOTES - 1
+    newest = json.loads(bxctl_ok(big, "memory", "items", "--limit", "1200", "--json").stdout)  # over a page
+    assert [row["id"] for row in newest] == [row["id"] for row in every][-1200:]
+    shown = bxctl_ok(big, "memory", "items", "--limit", "1200").stdout
+    assert shown.startswith(f"(older items not shown: {NOTES - 1200:,}; --limit 0 lists every one)\n")
+    assert shown.count("\nmem-") == 1200
     the_agents_tiers_action_answers_one_page(big)
     bad_paging_arguments_are_refused_with_nothing_listed(big)
 

@@ -11,6 +11,7 @@ import click
 
 from boxmaker.bxctl import client
 from boxmaker.bxctl.options import ITEM_KINDS, json_option, memory_socket_option, memory_socket_path
+from boxmaker.bxctl.progress import with_progress
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.messages import MemoryAdminReply
 
@@ -63,21 +64,17 @@ def memory_items(
     chosen = {"kind": kind, "status": status, "subject": subject}
     args.update({k: v for k, v in chosen.items() if v is not None})
     path = memory_socket_path(state, memory_socket)
-    if limit:
+    if 0 < limit <= PAGE:
         client.emit(client.admin(path, "items", "", args), as_json)
         return
-    pages: list[MemoryAdminReply] = []  # every item: a frame holds a page, newest first, so ask on
-    while True:
-        args.update(limit=PAGE, offset=PAGE * len(pages))
-        reply = client.admin(path, "items", "", args)
-        if not isinstance(reply.data, list):  # refused: that is the answer
-            client.emit(reply, as_json)
-            return
-        pages.append(reply)
-        if len(reply.data) < PAGE:
-            break
+    # more than a frame may hold: ask a page at a time, newest first, with a spinner on a terminal
+    refused, pages = with_progress("listing memory items", lambda: _pages(path, args, limit))
+    if refused is not None:
+        client.emit(refused, as_json)
+        return
     pages.reverse()  # capture order, as one reply would list them
     data = [row for page in pages for row in page.data]
+    older = [line for line in pages[0].text.splitlines() if line.startswith("(older items")] if pages else []
     rows = [
         line
         for page in pages
@@ -85,7 +82,25 @@ def memory_items(
         for line in page.text.splitlines()
         if not line.startswith("(older items")
     ]
-    client.emit(MemoryAdminReply("\n".join(rows) if data else "(no items)", data), as_json)
+    client.emit(MemoryAdminReply("\n".join(older + rows) if data else "(no items)", data), as_json)
+
+
+def _pages(
+    path: Path, args: dict[str, Any], limit: int
+) -> tuple[MemoryAdminReply | None, list[MemoryAdminReply]]:
+    """The newest `limit` items (0: all) in pages of at most `PAGE`, newest page first; or the
+    refusal that answered instead."""
+    pages: list[MemoryAdminReply] = []
+    taken = 0
+    while True:
+        size = PAGE if not limit else min(PAGE, limit - taken)
+        reply = client.admin(path, "items", "", {**args, "limit": size, "offset": taken})
+        if not isinstance(reply.data, list):  # refused: that is the answer
+            return reply, []
+        pages.append(reply)
+        taken += len(reply.data)
+        if len(reply.data) < size or (limit and taken >= limit):
+            return None, pages
 
 
 @click.command(name="item")
