@@ -228,6 +228,19 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_an_export_into_a_folder_that_takes_no_file_is_refused_first_and_not_journalled(
+    service: Memoryd,
+) -> None:
+    source_home(service)
+    newest = next(service.memory.journal.entries_newest_first())
+    for folder in (Path("/sys"), Path("/proc/self")):  # no file can be made there, even by root
+        reply = admin(service, "export", str(folder / "export.json"))
+        assert reply.data == {"code": "refused:unavailable"}, reply.text
+        assert "nothing was written" in reply.text
+        assert not (folder / "export.json").exists()
+    assert next(service.memory.journal.entries_newest_first()) == newest  # no export line
+
+
 def test_bxctl_archive_export_import_replay(home: Path, clock: Clock) -> None:
     memory = Memoryd(load(None, str(home)), now=clock.now)
     memory.open()

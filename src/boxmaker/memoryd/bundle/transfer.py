@@ -11,6 +11,7 @@ shape and its checks): each is one journal commit under the write lock.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,12 +31,20 @@ def export(writer: Writer, excluded: Excluded, path: Path, omit_withdrawn: bool)
     """Write a bundle of the item store to `path` (a new file) and journal it (action export).
 
     Returns ``refused:exists`` when `path` exists, ``refused:unavailable`` when it cannot be written
-    (the journal line then still records the attempt, erring towards a known copy).
+    (a folder that cannot take a file is refused first, with nothing journalled; a write that fails
+    later, such as on a full disk, leaves the journal line recording the attempt, erring towards a known
+    copy).
     """
     if path.exists() or path.is_symlink():
         return files_sentences.export_exists(str(path))
     if not path.parent.is_dir():
         return files_sentences.unwritable(str(path), "its folder does not exist")
+    # a folder that cannot take a file (read-only, no permission): refused before any work or journal line
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".bx-export-"):
+            pass
+    except OSError as exc:
+        return files_sentences.unwritable(str(path), exc.strerror or str(exc))
     with writer.lock:
         try:
             events = writer.items.events()
