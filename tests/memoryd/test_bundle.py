@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from item_helpers import archive, capture, commit_events, stamp, supersede, withdraw
 
+from boxmaker.memoryd.admin import status
 from boxmaker.memoryd.bundle import format as bundle
 from boxmaker.memoryd.bundle import signing
 from boxmaker.memoryd.config import load
@@ -239,6 +240,21 @@ def test_an_export_into_a_folder_that_takes_no_file_is_refused_first_and_not_jou
         assert "nothing was written" in reply.text
         assert not (folder / "export.json").exists()
     assert next(service.memory.journal.entries_newest_first()) == newest  # no export line
+
+
+def test_the_log_shows_the_first_ids_of_a_long_list_and_says_how_many(
+    service: Memoryd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source_home(service)
+    assert admin(service, "export", str(tmp_path / "export.json")).data["code"] == "ok"
+    exported = next(service.memory.journal.entries_newest_first())
+    monkeypatch.setattr(status, "LOG_LIST", 2)  # an export of 100,000 ids made the log over a frame
+    line = admin(service, "log", "1").data[0]
+    assert line["ids"] == exported["ids"][:2]
+    assert line["cut"] == {"ids": len(exported["ids"])}
+    assert len(exported["ids"]) > 2
+    assert line["action"] == "export"
+    assert line["file"] == exported["file"]
 
 
 def test_bxctl_archive_export_import_replay(home: Path, clock: Clock) -> None:

@@ -89,8 +89,34 @@ def _log(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
         now = revertable(memory.writer, lines, withdrawn_rule(memory))
     except OSError:
         now = set()  # the controls cannot be read: revert would say so; no edit is shown revertable
-    shown = [{**line, "revertable": str(line.get("id")) in now} for line in lines]
+    shown = [_listed({**line, "revertable": str(line.get("id")) in now}) for line in lines]
     return MemoryAdminReply("\n".join(_journal_text(e) for e in shown), shown)
+
+
+#: In a `log` listing, a list of more items than this (an export's or an archive run's ids: 100,000 in a
+#: large home) shows its first ones, and the line's ``cut`` names each such list's length, so any number
+#: of lines fits a frame.
+LOG_LIST = 20
+
+
+def _listed(line: dict[str, Any]) -> dict[str, Any]:
+    cut: dict[str, int] = {}
+
+    def shorten(value: Any, where: str) -> Any:
+        if isinstance(value, list):
+            if len(value) > LOG_LIST:
+                cut[where] = len(value)
+                value = value[:LOG_LIST]
+            return [shorten(v, f"{where}[{n}]") for n, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: shorten(v, f"{where}.{k}") for k, v in value.items()}
+        return value
+
+    # before and after are identity entries, bounded by their files' limits, and shown in full
+    listed: dict[str, Any] = {k: v if k in ("before", "after") else shorten(v, k) for k, v in line.items()}
+    if cut:
+        listed["cut"] = cut
+    return listed
 
 
 def _journal_text(entry: dict[str, Any]) -> str:
