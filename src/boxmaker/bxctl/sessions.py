@@ -48,6 +48,9 @@ class Epoch:
     untrusted: bool = False
     problem: str | None = None
     flush: Flush | None = None
+    #: The log itself cannot be read whole (the index stops at the damage); other problems are
+    #: loopd's (a baseline missing or changed, no carry), which the index does not depend on.
+    unreadable: bool = False
 
     def data(self) -> dict[str, Any]:
         """As JSON data."""
@@ -84,8 +87,13 @@ class SessionView:
 
     @property
     def damaged(self) -> bool:
-        """Whether an epoch's log cannot be read whole."""
+        """Whether an epoch has a problem (`Epoch.problem`: loopd would not resume it as it is)."""
         return any(e.problem for e in self.epochs)
+
+    @property
+    def unreadable(self) -> bool:
+        """Whether an epoch's log cannot be read whole (the index holds it only up to the damage)."""
+        return any(e.unreadable for e in self.epochs)
 
     def data(self) -> dict[str, Any]:
         """As JSON data."""
@@ -110,7 +118,7 @@ def read_session(folder: Path) -> SessionView:
         try:
             records, _ = read_log(folder / f"{number}.jsonl")
         except (RecordError, OSError) as exc:
-            epoch.problem = str(exc)
+            epoch.problem, epoch.unreadable = str(exc), True
             view.epochs.append(epoch)
             continue
         epoch.records = len(records)

@@ -101,7 +101,7 @@ def reindex(state: State, memory_socket: Path | None) -> None:
         f"reindexed: {_plural(reply.logs, 'log')}, {_plural(reply.records, 'record')}, "
         f"{_plural(reply.notes, 'note')}"
     )
-    damaged = [v.id for v in map(read_session, session_folders(state.layout.sessions)) if v.damaged]
+    damaged = [v.id for v in map(read_session, session_folders(state.layout.sessions)) if v.unreadable]
     if damaged:
         click.echo(
             f"{_plural(len(damaged), 'session')} with a damaged log, indexed only up to the damage: "
