@@ -11,7 +11,7 @@ shape and its checks): each is one journal commit under the write lock.
 from __future__ import annotations
 
 import json
-import tempfile
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,9 +40,12 @@ def export(writer: Writer, excluded: Excluded, path: Path, omit_withdrawn: bool)
     if not path.parent.is_dir():
         return files_sentences.unwritable(str(path), "its folder does not exist")
     # a folder that cannot take a file (read-only, no permission): refused before any work or journal line
+    probe = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # the name `write_new` writes through
     try:
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".bx-export-"):
-            pass
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        probe.unlink()
+    except FileExistsError:
+        pass  # left by a write that was killed: write_new replaces it
     except OSError as exc:
         return files_sentences.unwritable(str(path), exc.strerror or str(exc))
     with writer.lock:
