@@ -107,8 +107,8 @@ def index_check(memoryd: Any) -> Check:
         return Check("index", False, "cannot be read (bxctl reindex; runbook: memory-index-damaged)")
     rebuild = data.get("index_rebuild")
     if isinstance(rebuild, dict):
-        why = f"; {rebuild.get('reason')}" if rebuild.get("reason") else ""
-        return Check("index", False, f"building again: {rebuild.get('rows', 0):,} rows so far{why}")
+        why = f"; {rebuild.get('reason')}" if rebuild.get("reason") else ""  # a first build has none
+        return Check("index", False, f"building: {rebuild.get('rows', 0):,} rows so far{why}")
     if not data["index_ready"]:
         return Check("index", False, "catching up with the session logs")
     if data.get("index_behind"):

@@ -46,7 +46,7 @@ def _status(memory: Memory, request: MemoryAdmin) -> MemoryAdminReply:
     building = "" if data["index_ready"] else " (still catching up)"
     if rebuild is not None:
         why = f", {rebuild['reason']}" if rebuild["reason"] else ""
-        building = f" (building it again: {rebuild['rows']:,} rows so far{why})"
+        building = f" (building it: {rebuild['rows']:,} rows so far{why})"  # first, again or by reindex
     text = (
         f"memoryd {os.getpid()} serving {memory.config.home}: {counts.records:,} records from "
         f"{counts.logs:,} logs and {counts.notes:,} notes indexed{building}; review {review_state}"
