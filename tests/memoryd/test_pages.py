@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from item_helpers import archive, capture, set_status, supersede, withdraw
 
-from boxmaker.memoryd.config import load
+from boxmaker.memoryd.config import Config, load
 from boxmaker.memoryd.files.names import PAGES_MARK
 from boxmaker.memoryd.items import pagefiles, projections
 from boxmaker.memoryd.items import pages as pages_module
@@ -140,14 +140,19 @@ def test_a_crash_between_the_commit_and_its_pages_is_rendered_at_start(home: Pat
         first.memory.pages.close()
 
 
-def test_a_missing_or_foreign_mark_renders_every_page(home: Path, clock: Clock) -> None:
+def stopped_with_topics(home: Path, clock: Clock, topics: int) -> tuple[Config, Path]:
+    """A home where memoryd noted one note in each of `topics` topics and stopped cleanly."""
     config = load(None, str(home))
     service = Memoryd(config, now=clock.now)
     service.open()
-    for n in range(3):
+    for n in range(topics):
         capture(service, f"Note {n}", scope=f"topic {n}")
     service.close()
-    memory_dir = config.layout.memory
+    return config, config.layout.memory
+
+
+def test_a_missing_or_foreign_mark_renders_every_page(home: Path, clock: Clock) -> None:
+    config, memory_dir = stopped_with_topics(home, clock, 3)
     (memory_dir / "topics" / "topic-1.md").write_text("changed by hand\n")
     (memory_dir / "index.md").unlink()
     (memory_dir / PAGES_MARK).write_text("not json")
@@ -160,13 +165,7 @@ def test_a_missing_or_foreign_mark_renders_every_page(home: Path, clock: Clock) 
 
 
 def test_a_clean_restart_writes_no_topic_page_but_one_deleted_meanwhile(home: Path, clock: Clock) -> None:
-    config = load(None, str(home))
-    service = Memoryd(config, now=clock.now)
-    service.open()
-    for n in range(4):
-        capture(service, f"Note {n}", scope=f"topic {n}")
-    service.close()
-    memory_dir = config.layout.memory
+    config, memory_dir = stopped_with_topics(home, clock, 4)
     (memory_dir / "topics" / "topic-2.md").unlink()
     before = {path.name: path.stat().st_mtime_ns for path in (memory_dir / "topics").glob("*.md")}
     written: list[Path] = []

@@ -383,11 +383,8 @@ def read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = None
-        if isinstance(value, dict) and all(key in value for key in required):
+        value = _object(raw)
+        if value is not None and all(key in value for key in required):
             found.append(value)
         else:
             log.warning("skipping line %d of %s: not a record of this file", number, path)
