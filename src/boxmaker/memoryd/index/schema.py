@@ -94,15 +94,30 @@ def connect(path: Path, bulk: bool = False) -> sqlite3.Connection:
     else:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CAP}")
     return conn
 
 
-#: FTS5 merges segments less often while a file is built from nothing (faster); live files merge
-#: at the default, so queries see few segments.
+#: FTS5 merges segments less often while a file is built from nothing (faster).
 BULK_AUTOMERGE = 16
+#: A live file never merges inside a write: `upkeep.Upkeep` merges in the gaps between requests, so
+#: queries still see few segments (FTS5's ``crisismerge``, 16 segments a level, stays the bound).
+LIVE_AUTOMERGE = 0
+#: A live writer checkpoints the write-ahead log inside a write only once it holds this many pages
+#: (32 MB of 8 KB pages): `upkeep.Upkeep` checkpoints in the gaps between requests, far below it.
+WAL_CAP = 4000
 
 
-LIVE_AUTOMERGE = 4
+def live_settings(conn: sqlite3.Connection) -> None:
+    """Set a live file's merging to `LIVE_AUTOMERGE` when it is not (a file made before upkeep, or by
+    a build); kept in the file's FTS5 configuration, so this writes only once per file.
+
+    Raises:
+        sqlite3.Error: when the file cannot be written.
+    """
+    row = conn.execute("SELECT v FROM hits_config WHERE k = 'automerge'").fetchone()
+    if row is None or row[0] != LIVE_AUTOMERGE:
+        conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
 
 
 def start_bulk(conn: sqlite3.Connection) -> None:
@@ -129,6 +144,7 @@ def finish_bulk(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CAP}")
     conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
 
 
