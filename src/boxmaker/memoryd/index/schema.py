@@ -39,8 +39,11 @@ SCHEMA: tuple[str, ...] = (
 )
 
 
-#: The page cache of a live connection, in KiB (readers and the live writer).
+#: The page cache of a reader connection, in KiB (recall reads through up to two at once).
 LIVE_CACHE_KIB = 4096
+#: The page cache of the live writer, in KiB: a note's insert, a catch-up and the upkeep's merge steps
+#: touch few pages each (the rest comes from the OS's cache), and recall never reads through it.
+WRITER_CACHE_KIB = 1024
 
 
 def fts5_problem() -> str:
@@ -86,8 +89,8 @@ def connect(path: Path, bulk: bool = False) -> sqlite3.Connection:
     fsio.check_no_links(path.parent.parent, path)  # never a database outside the home (issue 15 item 11)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
     conn.execute("PRAGMA page_size=8192")  # only takes effect on a new file
-    # a bulk build keeps 64 MB of pages; a live file 16 MB (the OS caches the file; memoryd stays small)
-    conn.execute(f"PRAGMA cache_size=-{65536 if bulk else LIVE_CACHE_KIB}")
+    # a bulk build keeps 64 MB of pages; the live writer 1 MB (the OS caches the file; memoryd stays small)
+    conn.execute(f"PRAGMA cache_size=-{65536 if bulk else WRITER_CACHE_KIB}")
     if bulk:
         conn.execute("PRAGMA journal_mode=OFF")
         conn.execute("PRAGMA synchronous=OFF")
@@ -145,7 +148,7 @@ def finish_bulk(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CAP}")
-    conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
+    conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
 
 
 def migrate(conn: sqlite3.Connection) -> None:
