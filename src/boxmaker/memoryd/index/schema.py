@@ -113,14 +113,19 @@ WAL_CAP = 4000
 
 def live_settings(conn: sqlite3.Connection) -> None:
     """Set a live file's merging to `LIVE_AUTOMERGE` when it is not (a file made before upkeep, or by
-    a build); kept in the file's FTS5 configuration, so this writes only once per file.
+    a build); kept in the file's FTS5 configuration, so this writes only once per file. A file that
+    cannot be written now (a full disk) keeps merging inside its writes: slower writes, nothing lost
+    (a warning says so; the next start tries again).
 
     Raises:
-        sqlite3.Error: when the file cannot be written.
+        sqlite3.DatabaseError: when the file is not a usable index (the caller moves it aside).
     """
     row = conn.execute("SELECT v FROM hits_config WHERE k = 'automerge'").fetchone()
     if row is None or row[0] != LIVE_AUTOMERGE:
-        conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
+        try:
+            conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
+        except sqlite3.OperationalError as exc:
+            log.warning("the index merges inside its writes until it can be written: %s", exc)
 
 
 def start_bulk(conn: sqlite3.Connection) -> None:
