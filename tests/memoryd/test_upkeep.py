@@ -136,7 +136,7 @@ def note_over_socket(home: Path, n: int) -> bool:
 def test_kill_9_while_the_upkeep_works_leaves_an_index_of_every_note(home: Path) -> None:
     admin = home / "run" / "owner-memory" / "admin.sock"
     written = 0
-    for pause in (0.0, 0.004, 0.02, 0.05):  # killed in a run of writes, and in the gaps after some
+    for pause in (0.0, 0.01, 0.05):  # killed in a run of writes, and in the gaps after some
         process = spawn_memoryd(home)
         wait_until_answers(process, admin)
         for _ in range(30):
@@ -158,6 +158,6 @@ def test_kill_9_while_the_upkeep_works_leaves_an_index_of_every_note(home: Path)
             time.sleep(0.05)
     finally:
         stop(process)
-    assert written == 120
+    assert written == 90
     assert fts5_check(home / "index" / "memory.sqlite3") == (written, "ok")
     assert not list((home / "index").glob("*.damaged-*"))
