@@ -49,6 +49,7 @@ from boxmaker.memoryd.index.recall import Recaller
 from boxmaker.memoryd.index.retrievals import Turns
 from boxmaker.memoryd.items import archive
 from boxmaker.memoryd.items.live import ItemStore
+from boxmaker.memoryd.items.pagefiles import Requests
 from boxmaker.memoryd.items.pages import Pages
 from boxmaker.memoryd.items.projections import Excluded
 from boxmaker.memoryd.memory import Memory, block
@@ -126,6 +127,7 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
     journal = Journal(layout.memory, now)
     items = ItemStore(layout.memory)
     controls = Controls(layout.memory, items.folded_items)
+    requests = Requests()  # the large pages' writer and the index's upkeep work in the gaps between them
     index = Index(
         layout.index / "memory.sqlite3",
         layout.sessions,
@@ -133,11 +135,12 @@ def build(config: Config, now: Callable[[], dt.datetime] = utc_now) -> Memory:
         config.max_class,
         controls.exclusion,
         imports=layout.imports,
+        gap=requests.wait,
     )
     writer = Writer(
         store, journal, now, config.review, index.add_notes, sessions=layout.sessions, items=items
     )
-    pages = Pages(layout.memory, items, controls.exclusion, controls.path)
+    pages = Pages(layout.memory, items, controls.exclusion, controls.path, requests)
     recaller = Recaller(
         index,
         layout.memory / "recalls",

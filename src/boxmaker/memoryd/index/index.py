@@ -23,7 +23,6 @@ Concurrency, so memoryd always answers:
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import logging
 import os
@@ -36,6 +35,7 @@ from typing import Any
 
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
+from boxmaker.memoryd.index.filecare import delete, move_aside, seal
 from boxmaker.memoryd.index.forget import forget
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.notesync import Stat, add_appended, snapshot, stat_of, sync_index_notes
@@ -47,10 +47,12 @@ from boxmaker.memoryd.index.schema import (
     SchemaMismatch,
     connect,
     finish_bulk,
+    live_settings,
     migrate,
     optimize,
     start_bulk,
 )
+from boxmaker.memoryd.index.upkeep import Upkeep
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto import fsio, heap
 from boxmaker.proto.errors import BoxmakerError
@@ -77,6 +79,8 @@ class Index:
         max_class: rows above this class are not indexed (``[index] max_class``).
         exclusion: what is withdrawn now (`controls.Controls.exclusion`); never indexed.
         imports: the import archives' folder, ``imports/`` (None: none are indexed).
+        gap: waits up to the given seconds for a gap between requests, True when one came (`upkeep`
+            works only then; `items.pagefiles.Requests.wait`). None: no requests to wait for.
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class Index:
         exclusion: Callable[[], Exclusion] | None = None,
         *,
         imports: Path | None = None,
+        gap: Callable[[float], bool] | None = None,
     ) -> None:
         self.path = path
         self.imports = imports
@@ -115,6 +120,8 @@ class Index:
         self._building: IndexDB | None = None
         #: Why the next build from nothing happens, when it is not the owner's reindex ("" otherwise).
         self.rebuild_reason = ""
+        #: Merges and checkpoints of the live file, in the gaps between requests (from `open` to `close`).
+        self.upkeep = Upkeep(self._on_writer, gap or (lambda _: True))
 
     # Opening and closing ---------------------------------------------------------------------------
 
@@ -128,30 +135,21 @@ class Index:
             fsio.ensure_dir(self.path.parent)
         except OSError as exc:
             raise IndexUnusable(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
-        for suffix in ("", "-wal", "-shm"):  # a rebuild a crash interrupted
-            Path(f"{self.path}.new{suffix}").unlink(missing_ok=True)
+        delete(self.path.with_name(f"{self.path.name}.new"))  # a rebuild a crash interrupted
         try:
             self._db = self._open_file(self.path)
         except SchemaMismatch as exc:
             log.warning("%s: %s; deleting it and building it again from the logs", self.path, exc)
             self.rebuild_reason = f"index schema version {exc.version} replaced by {SCHEMA_VERSION}"
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            delete(self.path)
             self._db = self._open_file(self.path)
         except sqlite3.DatabaseError as exc:
-            self._move_aside(exc)
+            move_aside(self.path, exc)
             try:
                 self._db = self._open_file(self.path)
             except sqlite3.DatabaseError as again:
                 raise IndexUnusable(f"cannot create {self.path}: {again}") from None
-
-    def _move_aside(self, why: object) -> None:
-        aside = self.path.with_name(f"{self.path.name}.damaged-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}")
-        log.error("memory-index-damaged: %s (%s); moved it to %s and rebuilding", self.path, why, aside)
-        for suffix in ("", "-wal", "-shm"):
-            source = Path(str(self.path) + suffix)
-            if source.exists():
-                os.replace(source, Path(str(aside) + suffix))
+        self.upkeep.start()
 
     def _open_file(self, path: Path, bulk: bool = False) -> IndexDB:
         conn = connect(path, bulk)
@@ -160,6 +158,8 @@ class Index:
             migrate(conn)
             if bulk:
                 start_bulk(conn)
+            else:
+                live_settings(conn)
         except BaseException:
             conn.close()
             raise
@@ -172,11 +172,20 @@ class Index:
         self._cancel.set()
         for thread in self._background:
             thread.join()
+        self.upkeep.stop()
         self.readers.shutdown()
         with self._lock:
             if self._db is not None:
                 self._db.conn.close()
                 self._db = None
+
+    def _on_writer(self, step: Callable[[sqlite3.Connection], bool]) -> bool:
+        """`step` on the live writer connection, under `_lock` (the upkeep's way in); False when the
+        index has no live file now."""
+        with self._lock:
+            if self._db is None:
+                return False
+            return step(self._db.conn)
 
     @property
     def db(self) -> IndexDB:
@@ -238,7 +247,7 @@ class Index:
     def _replace_damaged(self, why: str) -> None:
         with self._catching, self._lock, self.readers.closed():
             self.db.conn.close()
-            self._move_aside(f"quick_check: {why}")
+            move_aside(self.path, f"quick_check: {why}")
             self._db = self._open_file(self.path)
 
     def is_empty(self) -> bool:
@@ -263,7 +272,9 @@ class Index:
         starts `rebuild_in_background`, which drops the old rows' terms. Returns the rows taken out."""
         with self._catching, self._lock:
             self._forgotten.update(sessions)  # a rebuild under way forgets them in its new file too
-            return forget(self.db.conn, sessions)
+            taken = forget(self.db.conn, sessions)
+        self.upkeep.due()
+        return taken
 
     def catch_up_many(self, sessions: Sequence[str]) -> int:
         """`catch_up` of several sessions."""
@@ -280,7 +291,9 @@ class Index:
     def _catch_up(self, sessions: Sequence[str] | None) -> int:
         with self._catching:
             try:
-                return self.db.catch_up_all(sessions, lock=self._lock)
+                added = self.db.catch_up_all(sessions, lock=self._lock)
+                self.upkeep.due()
+                return added
             except LogShrank as exc:
                 log.warning("%s; rebuilding the index in the background", exc)
         self._run_in_background(self.rebuild, "index-rebuild")
@@ -299,6 +312,7 @@ class Index:
         """
         try:
             self._add_notes(notes, data)
+            self.upkeep.due()
         except (sqlite3.Error, OSError) as exc:
             self._behind = str(exc)
             log.error(
@@ -341,6 +355,7 @@ class Index:
             if not sync_index_notes(self.db, data):
                 log.info("notes.md was edited by hand; indexing its notes again")
             self._load_notes_state(data, stat)
+        self.upkeep.due()
 
     def _appended_notes(self) -> bool:
         """`notesync.add_appended` on the live file, remembering what it read. False, with nothing
@@ -388,8 +403,7 @@ class Index:
             with self._lock:
                 self._forgotten.clear()
             fresh = self.path.with_name(self.path.name + ".new")
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(fresh) + suffix).unlink(missing_ok=True)
+            delete(fresh)
             db = self._open_file(fresh, bulk=True)
             self._building = db
             try:
@@ -443,25 +457,13 @@ class Index:
 
     def seal(self) -> None:
         """After an erasure's `rebuild` (seed 003 section 12.3): leave no page of the old index
-        anywhere. The new file is vacuumed when it has free pages, checkpointed, and switched out of
-        WAL and back (which deletes the -wal file), and leftovers of earlier files in the folder (a
-        ``.new`` build, ``.damaged-*`` copies moved aside) are removed.
+        anywhere (`filecare.seal`, with every reader closed).
 
         Raises:
-            sqlite3.Error: when the file cannot be written.
+            sqlite3.Error, OSError: when the file cannot be written.
         """
         with self._catching, self._lock, self.readers.closed():
-            conn = self.db.conn
-            if conn.execute("PRAGMA freelist_count").fetchone()[0]:
-                conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.execute("PRAGMA journal_mode=DELETE")
-            conn.execute("PRAGMA journal_mode=WAL")
-            for path in self.path.parent.iterdir():
-                name = path.name
-                if name.startswith(f"{self.path.name}.new") or name.startswith(f"{self.path.name}.damaged-"):
-                    path.unlink(missing_ok=True)
-            fsio.fsync_dir(self.path.parent)
+            seal(self.db.conn, self.path)
 
     def _fill(self, db: IndexDB) -> tuple[bytes, Stat]:
         """Catch `db` up with every session and notes.md; returns the notes.md it saw."""
@@ -475,8 +477,7 @@ class Index:
             if self._db is not None:
                 self._db.conn.close()
                 self._db = None
-            for suffix in ("-wal", "-shm"):
-                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            delete(self.path, ("-wal", "-shm"))
             os.replace(fresh, self.path)
             fsio.fsync_dir(self.path.parent)
             self._db = self._open_file(self.path)

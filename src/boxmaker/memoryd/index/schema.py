@@ -39,8 +39,11 @@ SCHEMA: tuple[str, ...] = (
 )
 
 
-#: The page cache of a live connection, in KiB (readers and the live writer).
+#: The page cache of a reader connection, in KiB (recall reads through up to two at once).
 LIVE_CACHE_KIB = 4096
+#: The page cache of the live writer, in KiB: a note's insert, a catch-up and the upkeep's merge steps
+#: touch few pages each (the rest comes from the OS's cache), and recall never reads through it.
+WRITER_CACHE_KIB = 1024
 
 
 def fts5_problem() -> str:
@@ -86,23 +89,43 @@ def connect(path: Path, bulk: bool = False) -> sqlite3.Connection:
     fsio.check_no_links(path.parent.parent, path)  # never a database outside the home (issue 15 item 11)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60.0)
     conn.execute("PRAGMA page_size=8192")  # only takes effect on a new file
-    # a bulk build keeps 64 MB of pages; a live file 16 MB (the OS caches the file; memoryd stays small)
-    conn.execute(f"PRAGMA cache_size=-{65536 if bulk else LIVE_CACHE_KIB}")
+    # a bulk build keeps 64 MB of pages; the live writer 1 MB (the OS caches the file; memoryd stays small)
+    conn.execute(f"PRAGMA cache_size=-{65536 if bulk else WRITER_CACHE_KIB}")
     if bulk:
         conn.execute("PRAGMA journal_mode=OFF")
         conn.execute("PRAGMA synchronous=OFF")
     else:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CAP}")
     return conn
 
 
-#: FTS5 merges segments less often while a file is built from nothing (faster); live files merge
-#: at the default, so queries see few segments.
+#: FTS5 merges segments less often while a file is built from nothing (faster).
 BULK_AUTOMERGE = 16
+#: A live file never merges inside a write: `upkeep.Upkeep` merges in the gaps between requests, so
+#: queries still see few segments (FTS5's ``crisismerge``, 16 segments a level, stays the bound).
+LIVE_AUTOMERGE = 0
+#: A live writer checkpoints the write-ahead log inside a write only once it holds this many pages
+#: (32 MB of 8 KB pages): `upkeep.Upkeep` checkpoints in the gaps between requests, far below it.
+WAL_CAP = 4000
 
 
-LIVE_AUTOMERGE = 4
+def live_settings(conn: sqlite3.Connection) -> None:
+    """Set a live file's merging to `LIVE_AUTOMERGE` when it is not (a file made before upkeep, or by
+    a build); kept in the file's FTS5 configuration, so this writes only once per file. A file that
+    cannot be written now (a full disk) keeps merging inside its writes: slower writes, nothing lost
+    (a warning says so; the next start tries again).
+
+    Raises:
+        sqlite3.DatabaseError: when the file is not a usable index (the caller moves it aside).
+    """
+    row = conn.execute("SELECT v FROM hits_config WHERE k = 'automerge'").fetchone()
+    if row is None or row[0] != LIVE_AUTOMERGE:
+        try:
+            conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
+        except sqlite3.OperationalError as exc:
+            log.warning("the index merges inside its writes until it can be written: %s", exc)
 
 
 def start_bulk(conn: sqlite3.Connection) -> None:
@@ -129,7 +152,8 @@ def finish_bulk(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO hits(hits, rank) VALUES ('automerge', ?)", (LIVE_AUTOMERGE,))
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
+    conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CAP}")
+    conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
 
 
 def migrate(conn: sqlite3.Connection) -> None:

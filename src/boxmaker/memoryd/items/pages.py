@@ -91,10 +91,17 @@ class Pages:
         items: the home's item store (this registers itself as its listener).
         withheld: what is withdrawn now (`Controls.exclusion`).
         controls: controls.jsonl, whose size and mtime the mark records.
+        requests: the requests memoryd answers (shared with the index's upkeep; a new one when not
+            given).
     """
 
     def __init__(
-        self, memory_dir: Path, items: ItemStore, withheld: Callable[[], Withheld], controls: Path
+        self,
+        memory_dir: Path,
+        items: ItemStore,
+        withheld: Callable[[], Withheld],
+        controls: Path,
+        requests: pagefiles.Requests | None = None,
     ) -> None:
         self.memory_dir = memory_dir
         self.items = items
@@ -122,7 +129,7 @@ class Pages:
         #: Page writes done (topic pages and index.md), for the benchmark and tests.
         self.written = 0
         #: The requests being answered now: the background writer waits for a gap between them.
-        self.requests = pagefiles.Requests()
+        self.requests = requests or pagefiles.Requests()
 
     # Start and stop -----------------------------------------------------------------------------
 

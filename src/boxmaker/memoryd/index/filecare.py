@@ -1,0 +1,62 @@
+"""The live index file's own care (M5a section 6; seed 003 section 12.3): a file deleted with its
+-wal and -shm, a damaged file moved aside, and a file sealed after an erasure so no page of the old
+index is left anywhere."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import sqlite3
+from pathlib import Path
+
+from boxmaker.proto import fsio
+
+log = logging.getLogger("boxmaker.memoryd.index")
+
+
+def delete(path: Path, suffixes: tuple[str, ...] = ("", "-wal", "-shm")) -> None:
+    """Delete an index file and its -wal and -shm (or the given `suffixes` of its name); missing ones
+    are fine.
+
+    Raises:
+        OSError: when one cannot be deleted.
+    """
+    for suffix in suffixes:
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def move_aside(path: Path, why: object) -> None:
+    """Rename the index file at `path` (and its -wal and -shm) to ``<name>.damaged-<UTC time>``, logging
+    why (runbook memory-index-damaged); the caller builds a new one.
+
+    Raises:
+        OSError: when a file cannot be renamed.
+    """
+    aside = path.with_name(f"{path.name}.damaged-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}")
+    log.error("memory-index-damaged: %s (%s); moved it to %s and rebuilding", path, why, aside)
+    for suffix in ("", "-wal", "-shm"):
+        source = Path(str(path) + suffix)
+        if source.exists():
+            os.replace(source, Path(str(aside) + suffix))
+
+
+def seal(conn: sqlite3.Connection, path: Path) -> None:
+    """Leave no page of an earlier index anywhere (`conn`: the only open connection to `path`): the file
+    is vacuumed when it has free pages, checkpointed, and switched out of WAL and back (which deletes
+    the -wal file), and leftovers of earlier files in its folder (a ``.new`` build, ``.damaged-*``
+    copies moved aside) are removed.
+
+    Raises:
+        sqlite3.Error, OSError: when the file or its folder cannot be written.
+    """
+    if conn.execute("PRAGMA freelist_count").fetchone()[0]:
+        conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("PRAGMA journal_mode=WAL")
+    for entry in path.parent.iterdir():
+        name = entry.name
+        if name.startswith(f"{path.name}.new") or name.startswith(f"{path.name}.damaged-"):
+            entry.unlink(missing_ok=True)
+    fsio.fsync_dir(path.parent)
