@@ -196,8 +196,6 @@ def _assigned(text: str, match: re.Match[str]) -> bool:
 QUICK = True
 _SHORT_SHAPES: Final = ("xox", "uthorization", "Private-Lines:")
 _KEYWORDS: Final = ("pass", "pwd", "secret", "token", "key")
-#: 20 characters none of which is white space (as `str.split` reads it): a word of 20 or more.
-_LONG_RUN: Final = re.compile(r"\S{20}")
 _KEYISH_AFTER_SPACE: Final = re.compile(r"[ \t\n][A-Za-z0-9_\-+/=.][a-z_\-+/=.]*[0-9A-Z]")
 
 
@@ -214,7 +212,7 @@ def _may_assign(text: str) -> bool:
 def _direct_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials in `text` as it is (no splits joined)."""
     every = not QUICK
-    long = every or _LONG_RUN.search(text) is not None  # a run of 20 holds no white space
+    long = every or any(len(word) >= 20 for word in text.split())  # a run of 20 holds no white space
     spans: list[tuple[int, int]] = []
     if long or any(hint in text for hint in _SHORT_SHAPES):
         spans += [m.span() for m in _SHAPES.finditer(text)]
