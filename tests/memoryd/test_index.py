@@ -811,3 +811,16 @@ def test_the_index_is_read_when_the_homes_path_holds_uri_characters(tmp_path: Pa
     with Readers(folder / "index.db", folder / "sessions").reading() as reader:
         assert reader.execute("SELECT value FROM marker").fetchall() == [("here",)]
     assert sorted(tmp_path.rglob("*")) == before  # no other file opened (and created) read-write
+
+
+def test_a_hits_log_is_opened_where_the_index_names_it(tmp_path: Path) -> None:
+    from boxmaker.memoryd.index.logfiles import log_place
+    from boxmaker.proto.archives import archive_path, import_id
+
+    sessions, imports = tmp_path / "sessions", tmp_path / "imports"
+    archive = import_id("chatgpt", "conv-1")
+    assert log_place(str(sessions), imports, "chat-abc/2.jsonl") == (str(sessions / "chat-abc"), "2.jsonl")
+    path = archive_path(imports, archive)
+    assert log_place(str(sessions), imports, f"{archive}/0.jsonl") == (str(path.parent), path.name)
+    # without an imports folder an archive's name is a folder under sessions/, as before
+    assert log_place(str(sessions), None, f"{archive}/0.jsonl") == (str(sessions / archive), "0.jsonl")

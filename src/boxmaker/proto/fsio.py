@@ -52,20 +52,30 @@ def open_nofollow(path: Path, flags: int, mode: int = FILE_MODE) -> int:
         LinkRefused: the file or its folder is a symbolic link.
         OSError: any other failure to open (FileNotFoundError for a missing file).
     """
+    return open_nofollow_in(str(path.parent), path.name, flags, mode)
+
+
+def open_nofollow_in(folder: str, name: str, flags: int, mode: int = FILE_MODE) -> int:
+    """`open_nofollow` of the file `name` in the folder `folder`, both given as strings (no `Path` made:
+    recall opens a log per hit this way).
+
+    Raises:
+        LinkRefused, OSError: see `open_nofollow`.
+    """
     try:
-        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path.parent):
-            raise LinkRefused(path.parent) from None
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
+            raise LinkRefused(Path(folder)) from None
         raise
     try:
-        return os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=descriptor)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise LinkRefused(path) from None
+            raise LinkRefused(Path(folder, name)) from None
         raise
     finally:
-        os.close(folder)
+        os.close(descriptor)
 
 
 def read_bytes(path: Path) -> bytes:

@@ -36,12 +36,15 @@ def log_path(sessions: Path, imports: Path | None, session: str, epoch: int) -> 
     return sessions / f"{session}/{epoch}.jsonl"
 
 
-def log_file(sessions: Path, imports: Path | None, name: str) -> Path:
-    """The file of the log a row names (``<id>/<N>.jsonl``)."""
+def log_place(sessions: str, imports: Path | None, name: str) -> tuple[str, str]:
+    """The file of the log a row names (``<id>/<N>.jsonl``) as its folder and its file name, strings
+    (recall opens a log per hit: no `Path` made): ``sessions/<id>``, or an import archive's folder."""
     session = name.partition("/")[0]
     if imports is not None and is_import_id(session):
-        return archive_path(imports, session)
-    return sessions / name
+        path = archive_path(imports, session)
+        return str(path.parent), path.name
+    folder, _, file = name.rpartition("/")
+    return (f"{sessions}/{folder}" if folder else sessions), file
 
 
 def epochs(sessions: Path, imports: Path | None, session: str) -> list[int]:

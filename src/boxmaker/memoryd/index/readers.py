@@ -2,8 +2,10 @@
 the file is swapped (M5a sections 5 and 10; DESIGN 7).
 
 Each recall takes a connection from the pool and gives it back (connections keep their page cache
-warm between requests; at most `IDLE_READERS` wait idle). A recall that needs two queries runs the
-second on another connection and thread at the same time, since SQLite works without Python's lock.
+warm between requests; at most `IDLE_READERS` wait idle). A recall's queries (`search.plan`: one or
+two) run one after the other on its one connection: running the second on another connection and
+thread at the same time was measured slower on the two shared cores it runs on (issue 16; the hand-off
+between threads costs more than the overlap saves; docs/decisions.md).
 `Readers.closed` waits for every reader to finish and closes every connection, so the file can be
 renamed safely (renaming an SQLite file under an open connection can corrupt it).
 """
@@ -13,7 +15,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
 from boxmaker.memoryd.index.rowtext import hits
 from boxmaker.memoryd.index.schema import LIVE_CACHE_KIB, Counts, counts_of
-from boxmaker.memoryd.index.search import Frequencies, Planned, merge, plan, scored
+from boxmaker.memoryd.index.search import Frequencies, rank
 
 #: Reader connections kept open between recalls, at most.
 IDLE_READERS = 4
@@ -79,7 +80,6 @@ class Readers:
         self._gate = _Gate()
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
         self.frequencies = Frequencies()
 
     @contextmanager
@@ -109,24 +109,14 @@ class Readers:
             yield conn
 
     def search(self, query: Query, k: int) -> list[Hit]:
-        """The best `k` hits for a built query, best first (`search.plan`'s queries side by side).
+        """The best `k` hits for a built query, best first (`search.rank` on one connection).
 
         Raises:
             sqlite3.Error: when the file cannot be read.
         """
         with self.reading() as conn:
-            matches = plan(conn, query, self.frequencies)
-            if len(matches) == 1:
-                return hits(
-                    conn, self.sessions, merge([scored(conn, matches[0], k)], k), self.on_stale, self.imports
-                )
-            second = self._pool.submit(self._scored_elsewhere, matches[1], k)
-            first = scored(conn, matches[0], k)
-            return hits(conn, self.sessions, merge([first, second.result()], k), self.on_stale, self.imports)
-
-    def _scored_elsewhere(self, planned: Planned, k: int) -> list[tuple[int, float]]:
-        with self._connection() as conn:
-            return scored(conn, planned, k)
+            found = rank(conn, query, k, self.frequencies)
+            return hits(conn, self.sessions, found, self.on_stale, self.imports)
 
     def counts(self) -> Counts:
         """What the file holds (without waiting for a writer)."""
@@ -154,6 +144,5 @@ class Readers:
 
     def shutdown(self) -> None:
         """Close for good (no search after this)."""
-        self._pool.shutdown(wait=True)
         with self._gate.swap():
             self._close_idle()

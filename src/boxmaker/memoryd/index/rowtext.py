@@ -26,7 +26,7 @@ import msgspec
 
 from boxmaker.memoryd.check.secrets import redact
 from boxmaker.memoryd.index.hits import Hit
-from boxmaker.memoryd.index.logfiles import log_file
+from boxmaker.memoryd.index.logfiles import log_place
 from boxmaker.memoryd.index.walk import TEXT_LIMIT, line_check, shown_parts
 from boxmaker.proto import fsio
 from boxmaker.proto.labels import DataClass, Label
@@ -56,7 +56,7 @@ def hits(
     imports: Path | None = None,
 ) -> list[Hit]:
     """The hits of `rowids`, in that order (rows that cannot be read back are left out, and `on_stale`
-    is called once). Logs are read from `sessions`, import archives from `imports` (`log_file`).
+    is called once). Logs are read from `sessions`, import archives from `imports` (`log_place`).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
@@ -69,8 +69,9 @@ def hits(
     by_log: dict[str, list[tuple[int, ...]]] = {}
     for rowid, name, *row in conn.execute(_ORIGINS.format(marks), list(rowids)):
         by_log.setdefault(str(name), []).append((int(rowid), *map(int, row)))
+    folder = str(sessions)
     for name, rows in by_log.items():
-        lines = _lines(log_file(sessions, imports, name), {row[2] for row in rows})
+        lines = _lines(*log_place(folder, imports, name), {row[2] for row in rows})
         for rowid, record, at, checked, part, label in rows:
             line = lines.get(at)
             hit = _session_hit(
@@ -93,11 +94,11 @@ def hits(
     return [found[rowid] for rowid in rowids if rowid in found]
 
 
-def _lines(path: Path, offsets: set[int]) -> dict[int, bytes]:
-    """The line starting at each byte offset of `path` (without its newline); none for a missing
-    file or an offset past its end."""
+def _lines(folder: str, name: str, offsets: set[int]) -> dict[int, bytes]:
+    """The line starting at each byte offset of the file `name` in `folder` (without its newline); none
+    for a missing file or an offset past its end."""
     try:
-        fd = fsio.open_nofollow(path, os.O_RDONLY)
+        fd = fsio.open_nofollow_in(folder, name, os.O_RDONLY)
     except OSError:
         return {}
     lines: dict[int, bytes] = {}

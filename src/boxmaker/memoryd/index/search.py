@@ -125,7 +125,7 @@ def merge(results: Sequence[list[tuple[int, float]]], k: int) -> list[int]:
 
 def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencies | None = None) -> list[int]:
     """The rowids of the best `k` rows for `query`, best first (the queries of `plan`, one after
-    the other; `Readers.search` runs them side by side).
+    the other on `conn`).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
