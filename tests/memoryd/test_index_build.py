@@ -1,0 +1,90 @@
+"""The bulk build's faster paths keep the index exactly as it was (issue 16, the build rate): the quick
+tests of `redact` made on a text's character classes, the context column handed to SQLite as it is
+made, and FTS5's merging during a build from nothing."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import string
+from pathlib import Path
+
+from boxmaker.memoryd.check import secrets
+from boxmaker.memoryd.index.index import Index
+from boxmaker.memoryd.index.schema import BULK_AUTOMERGE, BULK_CRISISMERGE, LIVE_AUTOMERGE, LIVE_CRISISMERGE
+from boxmaker.proto.labels import DataClass
+from conftest import record, start, write_log
+
+_HINTS = ("sk-", "-----BEGIN", "://", "xox", "uthorization", "Private-Lines:", "pass", "KEY", "Token", "=")
+
+
+def _reference_quiet(text: str) -> bool:
+    """The quick tests as `_direct_spans` and `_split_spans` make them, one by one."""
+    long = any(len(word) >= 20 for word in text.split())
+    hinted = any(hint in text for hint in ("sk-", "-----BEGIN", "://", *secrets._SHORT_SHAPES))
+    return not (
+        long or hinted or secrets._may_assign(text) or secrets._KEYISH_AFTER_SPACE.search(text) is not None
+    )
+
+
+def _ascii_texts(count: int, seed: int) -> list[str]:
+    """Random ASCII texts: words of 1 to 24 characters of every ASCII character (letters most), hints
+    of credentials, and every kind of white space `str.split` knows between them."""
+    rng = random.Random(seed)
+    pool = string.ascii_letters * 4 + string.digits * 2 + "".join(map(chr, range(128)))
+    spaces = [" ", " ", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "  "]
+    texts = []
+    for _ in range(count):
+        words = []
+        for _ in range(rng.randint(0, 12)):
+            if rng.random() < 0.1:
+                words.append(rng.choice(_HINTS))
+            elif rng.random() < 0.5:
+                words.append(rng.choice(string.ascii_lowercase) * rng.randint(1, 6) + rng.choice(pool))
+            else:
+                words.append("".join(rng.choice(pool) for _ in range(rng.choice((1, 3, 4, 5, 19, 20, 24)))))
+        texts.append("".join(word + rng.choice(spaces) for word in words))
+    return texts
+
+
+def test_quiet_is_the_quick_tests_made_one_by_one() -> None:
+    """`secrets._quiet` (the class-based tests) says a text is quiet exactly when none of the quick
+    tests passes, over random ASCII texts of every character and white space."""
+    texts = _ascii_texts(20_000, 16)
+    verdicts = [secrets._quiet(text) for text in texts]
+    assert verdicts == [_reference_quiet(text) for text in texts]
+    assert 2_000 < sum(verdicts) < 18_000  # both answers are exercised
+
+
+def test_a_build_from_nothing_merges_once_and_leaves_live_merging(tmp_path: Path) -> None:
+    """A rebuild merges no segments while it inserts (one `optimize` at the end); the file it swaps
+    in merges as a live file does (automerge 4, crisismerge 16), and holds one segment."""
+    for n in range(3):
+        write_log(
+            tmp_path,
+            f"chat-build{n}",
+            [start(), *(record("user", content=f"turn {i} of chat {n} about hiking") for i in range(30))],
+        )
+    (tmp_path / "memory").mkdir()
+    index = Index(
+        tmp_path / "index" / "memory.sqlite3",
+        tmp_path / "sessions",
+        tmp_path / "memory" / "notes.md",
+        DataClass.PRIVATE,
+    )
+    index.open()
+    try:
+        fresh = index._open_file(tmp_path / "index" / "bulk.sqlite3", bulk=True)
+        assert _config(fresh.conn) == {"automerge": BULK_AUTOMERGE, "crisismerge": BULK_CRISISMERGE}
+        fresh.conn.close()
+        assert index.rebuild().records == 90
+        conn = index.db.conn
+        assert _config(conn) == {"automerge": LIVE_AUTOMERGE, "crisismerge": LIVE_CRISISMERGE}
+        assert conn.execute("SELECT count(DISTINCT segid) FROM hits_idx").fetchone()[0] == 1
+    finally:
+        index.close()
+
+
+def _config(conn: sqlite3.Connection) -> dict[str, int]:
+    rows = conn.execute("SELECT k, v FROM hits_config WHERE k IN ('automerge', 'crisismerge')")
+    return {str(k): int(v) for k, v in rows}
