@@ -5,16 +5,23 @@ made, and FTS5's merging during a build from nothing."""
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 import string
 from pathlib import Path
 
+import msgspec
+
 from boxmaker.memoryd.check import secrets
 from boxmaker.memoryd.index.index import Index
+from boxmaker.memoryd.index.query import stop_filled
 from boxmaker.memoryd.index.schema import BULK_AUTOMERGE, BULK_CRISISMERGE, LIVE_AUTOMERGE, LIVE_CRISISMERGE
+from boxmaker.memoryd.index.walk import Rows, Walk, searchable_text, walk_records
 from boxmaker.proto.labels import DataClass
+from boxmaker.proto.records import User
 from conftest import record, start, write_log
 
+SURROGATE = re.compile("[\ud800-\udfff]")
 _HINTS = ("sk-", "-----BEGIN", "://", "xox", "uthorization", "Private-Lines:", "pass", "KEY", "Token", "=")
 
 
@@ -88,3 +95,28 @@ def test_a_build_from_nothing_merges_once_and_leaves_live_merging(tmp_path: Path
 def _config(conn: sqlite3.Connection) -> dict[str, int]:
     rows = conn.execute("SELECT k, v FROM hits_config WHERE k IN ('automerge', 'crisismerge')")
     return {str(k): int(v) for k, v in rows}
+
+
+def test_the_context_column_is_the_json_msgspec_makes_of_the_filled_texts() -> None:
+    """A session row's context goes to SQLite as JSON made from UTF-8 bytes (`walk._context`): it is,
+    byte for byte, msgspec's JSON of the string the context column held before (the tail's texts
+    filled and joined by newlines, lone surrogates as U+FFFD), for ASCII, accented, CJK and
+    surrogate-holding texts, and quotes, backslashes and control characters."""
+    texts = [
+        'plain "quoted" text with a \\ backslash\tand\x01control',
+        "café naïve résumé and the rest",
+        "北京的旅行 the 数据",
+        "a lone \ud83d surrogate and the \udfff other",
+        "last one, the end",
+    ]
+    records = [User(time="2023-05-08T10:00:00Z", content=text) for text in texts]
+    rows = Rows()
+    walk_records(
+        1, 0, records, [(n, 0) for n in range(len(texts))], Walk(), max_class=DataClass.PRIVATE, rows=rows
+    )
+    tail: list[str] = []
+    for text, (_, ctx, _) in zip(texts, rows.searchable, strict=True):
+        assert isinstance(ctx, msgspec.Raw)
+        filled = [SURROGATE.sub("\ufffd", stop_filled(searchable_text(t))) for t in tail]
+        assert bytes(ctx) == msgspec.json.encode("\n".join(filled))
+        tail = [*tail[-1:], text]

@@ -324,7 +324,7 @@ class IndexDB:
             conn.execute(
                 "INSERT INTO origins(rowid, log, record, at, checked, part, label) SELECT key + ?,"
                 " value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
-                " FROM json_each(?)",
+                " FROM json_each(CAST(? AS TEXT))",
                 (first, batch.origins),
             )
         if batch.notes:
@@ -335,7 +335,7 @@ class IndexDB:
         if added:
             conn.execute(
                 "INSERT INTO hits(rowid, text, ctx, time)"
-                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
+                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(CAST(? AS TEXT))",
                 (first, batch.searchable),
             )
         conn.executemany(

@@ -27,8 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+import msgspec
+
 from boxmaker.memoryd.check.secrets import redact
-from boxmaker.memoryd.index.query import cjk_bigrams, stop_filled, time_words
+from boxmaker.memoryd.index.query import cjk_bigrams, stop_filled, stop_filled_utf8, time_words
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import LOOPD_SPEAKER, Assistant, Record, ToolResult, ToolSummary, TurnEnd, User
 
@@ -44,8 +46,9 @@ CONTEXT_LIMIT = 2_000
 #: text, part i + 1 its tool call i; the label is the class rank (0-2) times 2 plus 1 when untrusted.
 #: What a hit shows is read back from the log line (`shown_parts`; `rowtext`), not stored.
 Row: TypeAlias = tuple[int, int, int, int, int, int]
-#: (text, ctx, time) as the FTS5 table indexes them.
-Searchable: TypeAlias = tuple[str, str, str]
+#: (text, ctx, time) as the FTS5 table indexes them; a session row's ctx is ready JSON (a string
+#: literal, `context_text` reads it back), made without a Python string of it (`_context`).
+Searchable: TypeAlias = tuple[str, str | msgspec.Raw, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +107,8 @@ class Walk:
     rank: int = 1
     untrusted: bool = False
     tail: list[str] = field(default_factory=list)
-    #: `tail` with its stop words filled (`query.stop_filled`), made again when it does not match.
-    filled: list[str] = field(default_factory=list, compare=False)
+    #: `tail` with its stop words filled, in UTF-8 (`_prepared`), made again when it does not match.
+    filled: list[bytes] = field(default_factory=list, compare=False)
 
     @property
     def data_class(self) -> str:
@@ -213,15 +216,17 @@ def _add(rows: Rows, walk: Walk, row: Row, part: Part, time: str) -> None:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _prepared(searchable: str) -> str:
-    """A text of the tail as the context column indexes it: `searchable_text`'s form with its stop
-    words filled (`query.stop_filled`) and every lone surrogate as U+FFFD (so the column needs no
-    check when written: `db`)."""
-    filled = stop_filled(searchable)
-    return _SURROGATE.sub("\ufffd", filled) if not searchable.isascii() else filled
+def _prepared(searchable: str) -> bytes:
+    """A text of the tail as the context column indexes it, in UTF-8: `searchable_text`'s form with
+    its stop words filled (`query.stop_filled`) and every lone surrogate as U+FFFD (so the column
+    needs no check when written: `db`). Every ASCII character but letters and digits is a space
+    there, so the bytes need no escaping inside a JSON string."""
+    if searchable.isascii() or not _SURROGATE.search(searchable):
+        return stop_filled_utf8(searchable)
+    return _SURROGATE.sub("\ufffd", stop_filled(searchable)).encode("utf-8")
 
 
-def _filled(walk: Walk) -> list[str]:
+def _filled(walk: Walk) -> list[bytes]:
     """`walk.filled`, made from `walk.tail` when it is not its filled form (a walk resumed from the
     index's progress keeps the tail only)."""
     if len(walk.filled) != len(walk.tail):
@@ -229,13 +234,19 @@ def _filled(walk: Walk) -> list[str]:
     return walk.filled
 
 
-def _context(walk: Walk) -> str:
-    """The context column of the next row: the texts of `walk.tail` joined by newlines, as
-    `searchable_text` makes them (at most 2 x `CONTEXT_LIMIT` characters), with their stop words filled
-    (`query.stop_filled`; each text is made ready once, when it enters the tail: `_prepared`) and free
-    of lone surrogates. Filling keeps every token a token, so the column's length in tokens is the
-    unfilled text's."""
+def _context(walk: Walk) -> msgspec.Raw:
+    """The context column of the next row, as a JSON string: the texts of `walk.tail` joined by
+    newlines, as `searchable_text` makes them (at most 2 x `CONTEXT_LIMIT` characters), with their stop
+    words filled (`query.stop_filled`; each text is made ready once, when it enters the tail:
+    `_prepared`) and free of lone surrogates. Filling keeps every token a token, so the column's length
+    in tokens is the unfilled text's. The JSON is what `msgspec` makes of the string, byte for byte
+    (a newline escaped, nothing else to escape: `_prepared`), made without decoding the UTF-8."""
     tail = walk.tail
     if sum(map(len, tail)) + len(tail) - 1 > 2 * CONTEXT_LIMIT:  # the cut falls where it falls unfilled
-        return _prepared(searchable_text("\n".join(tail), 2 * CONTEXT_LIMIT))
-    return "\n".join(_filled(walk))
+        return msgspec.Raw(b'"' + _prepared(searchable_text("\n".join(tail), 2 * CONTEXT_LIMIT)) + b'"')
+    return msgspec.Raw(b'"' + b"\\n".join(_filled(walk)) + b'"')
+
+
+def context_text(ctx: str | msgspec.Raw) -> str:
+    """A row's context column as the string SQLite gets (`Searchable`)."""
+    return ctx if isinstance(ctx, str) else str(msgspec.json.decode(ctx))
