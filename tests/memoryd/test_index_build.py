@@ -8,6 +8,7 @@ import random
 import re
 import sqlite3
 import string
+import unicodedata
 from pathlib import Path
 
 import msgspec
@@ -120,3 +121,20 @@ def test_the_context_column_is_the_json_msgspec_makes_of_the_filled_texts() -> N
         filled = [SURROGATE.sub("\ufffd", stop_filled(searchable_text(t))) for t in tail]
         assert bytes(ctx) == msgspec.json.encode("\n".join(filled))
         tail = [*tail[-1:], text]
+
+
+def test_nfkc_with_offsets_copies_ascii_runs_as_the_character_loop_did() -> None:
+    """`secrets._nfkc_with_offsets` folds only the non-ASCII characters one by one: the folded text
+    and every offset are those of folding each character (format characters dropped)."""
+    rng = random.Random(7)
+    pool = "abc XYZ 012 -_:=\u00e9\u00ef\uff21\uff53\u200b\u00ad\u2060\ufeff\u4eac\u00bd\ufb01\u2460\u0301"
+    for _ in range(2_000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        out, origin = [], []
+        for position, char in enumerate(text):
+            if not char.isascii() and unicodedata.category(char) == "Cf":
+                continue
+            folded = char if char.isascii() else unicodedata.normalize("NFKC", char)
+            out.append(folded)
+            origin += [position] * len(folded)
+        assert secrets._nfkc_with_offsets(text) == ("".join(out), [*origin, len(text)])

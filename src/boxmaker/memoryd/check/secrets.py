@@ -295,6 +295,9 @@ def _split_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+_NON_ASCII: Final = re.compile("[^\x00-\x7f]+")
+
+
 def _nfkc_with_offsets(text: str) -> tuple[str, list[int]]:
     """NFKC of `text` character by character, without format characters (zero-width spaces and
     joiners, soft hyphens, bidirectional controls: general category Cf, which hide a token from a
@@ -304,16 +307,21 @@ def _nfkc_with_offsets(text: str) -> tuple[str, list[int]]:
         return text, list(range(len(text) + 1))
     out: list[str] = []
     origin: list[int] = []
-    for position, char in enumerate(text):
-        if char.isascii():
-            folded = char
-        elif unicodedata.category(char) == "Cf":
-            continue
-        else:
+    done = 0
+    for run in _NON_ASCII.finditer(text):  # ASCII between them is its own NFKC: copied whole
+        start, end = run.span()
+        out.append(text[done:start])
+        origin += range(done, start)
+        for position in range(start, end):
+            char = text[position]
+            if unicodedata.category(char) == "Cf":
+                continue
             folded = unicodedata.normalize("NFKC", char)
-        out.append(folded)
-        origin += [position] * len(folded)
-    origin.append(len(text))
+            out.append(folded)
+            origin += [position] * len(folded)
+        done = end
+    out.append(text[done:])
+    origin += range(done, len(text) + 1)
     return "".join(out), origin
 
 
