@@ -161,6 +161,11 @@ def walk_records(
     """
     limit = _RANK[max_class]
     last = len(records) - 1
+    add_row, add_searchable = rows.rows.append, rows.searchable.append
+    # The walk's context, kept in locals while walking (set back at the end): the tail, its filled
+    # form, and the context column of the next row (made when a row needs it, `_context`).
+    tail, filled = walk.tail, _filled(walk)
+    context: msgspec.Raw | None = None
     for index, record in enumerate(records):
         if isinstance(record, User):
             if record.speaker == LOOPD_SPEAKER:
@@ -188,7 +193,24 @@ def walk_records(
         offset, check = lines[index]
         time = time_of(record.time)
         for part in parts:
-            _add(rows, walk, (log, number, offset, check, part.part, label), part, time)
+            # Recall never returns a credential: the row's text is indexed redacted, and a hit's text
+            # is redacted when read back (the log itself stays as it is; issue 15 item 5).
+            text = redact(part.indexed)
+            if len(text) <= TEXT_LIMIT and text.isascii() and "\x00" not in text:
+                searchable = text  # what `searchable_text` makes of it
+            else:
+                searchable = searchable_text(text)
+            if context is None:
+                context = _context(tail, filled)
+            add_row((log, number, offset, check, part.part, label))
+            add_searchable((searchable, context, time))
+            if part.context:
+                shown = text[:CONTEXT_LIMIT]
+                made = _prepared(searchable if len(text) <= CONTEXT_LIMIT else searchable_text(shown))
+                filled = [*filled[-(CONTEXT_ROWS - 1) :], made]
+                tail = [*tail[-(CONTEXT_ROWS - 1) :], shown]
+                context = None
+    walk.tail, walk.filled = tail, filled
 
 
 def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -199,21 +221,6 @@ def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
     if "\x00" in text:
         text = text.replace("\x00", " ")
     return cjk_bigrams(text)
-
-
-def _add(rows: Rows, walk: Walk, row: Row, part: Part, time: str) -> None:
-    """Append one row (`time`: its date in words, `time_of`) and advance the walk's context."""
-    # Recall never returns a credential: the row's text is indexed redacted, and a hit's text is
-    # redacted when read back (the log itself stays as it is; issue 15 item 5).
-    text = redact(part.indexed)
-    searchable = searchable_text(text)
-    rows.rows.append(row)
-    rows.searchable.append((searchable, _context(walk), time))
-    if part.context:
-        shown = text[:CONTEXT_LIMIT]
-        filled = _prepared(searchable if len(text) <= CONTEXT_LIMIT else searchable_text(shown))
-        walk.filled = [*_filled(walk)[-(CONTEXT_ROWS - 1) :], filled]
-        walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], shown]
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -237,17 +244,17 @@ def _filled(walk: Walk) -> list[bytes]:
     return walk.filled
 
 
-def _context(walk: Walk) -> msgspec.Raw:
-    """The context column of the next row, as a JSON string: the texts of `walk.tail` joined by
+def _context(tail: list[str], filled: list[bytes]) -> msgspec.Raw:
+    """The context column of the next row, as a JSON string: the texts of `tail` joined by
     newlines, as `searchable_text` makes them (at most 2 x `CONTEXT_LIMIT` characters), with their stop
     words filled (`query.stop_filled`; each text is made ready once, when it enters the tail:
-    `_prepared`) and free of lone surrogates. Filling keeps every token a token, so the column's length
-    in tokens is the unfilled text's. The JSON is what `msgspec` makes of the string, byte for byte
-    (a newline escaped, nothing else to escape: `_prepared`), made without decoding the UTF-8."""
-    tail = walk.tail
+    `_prepared`, `filled`) and free of lone surrogates. Filling keeps every token a token, so the
+    column's length in tokens is the unfilled text's. The JSON is what `msgspec` makes of the string,
+    byte for byte (a newline escaped, nothing else to escape: `_prepared`), made without decoding the
+    UTF-8."""
     if sum(map(len, tail)) + len(tail) - 1 > 2 * CONTEXT_LIMIT:  # the cut falls where it falls unfilled
         return msgspec.Raw(b'"' + _prepared(searchable_text("\n".join(tail), 2 * CONTEXT_LIMIT)) + b'"')
-    return msgspec.Raw(b'"' + b"\\n".join(_filled(walk)) + b'"')
+    return msgspec.Raw(b'"' + b"\\n".join(filled) + b'"')
 
 
 def context_text(ctx: str | msgspec.Raw) -> str:
