@@ -13,7 +13,14 @@ import pytest
 from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.index.query import FILLER, STOP_WORDS, TOKENIZER, build, stop_filled, terms
 from boxmaker.memoryd.index.search import WEIGHTS
-from boxmaker.memoryd.index.walk import CONTEXT_LIMIT, Rows, Walk, searchable_text, walk_records
+from boxmaker.memoryd.index.walk import (
+    CONTEXT_LIMIT,
+    Rows,
+    Walk,
+    context_text,
+    searchable_text,
+    walk_records,
+)
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.messages import MemoryCall, SessionUpdated, ToolRequest
@@ -145,9 +152,10 @@ def test_the_context_of_a_resumed_walk_and_of_long_texts_is_the_filled_unfilled_
     ]
     whole = walked(records)
     assert walked(records, split=5).searchable == whole.searchable
-    assert all(FILLER in ctx for _, ctx, _ in whole.searchable[1:])
+    contexts = [context_text(ctx) for _, ctx, _ in whole.searchable]
+    assert all(FILLER in ctx for ctx in contexts[1:])
     tail: list[str] = []
-    for text, (_, ctx, _) in zip(texts, whole.searchable, strict=True):
+    for text, ctx in zip(texts, contexts, strict=True):
         unfilled = searchable_text("\n".join(tail), 2 * CONTEXT_LIMIT)
         assert one_for_one(tokens(conn, unfilled), tokens(conn, ctx))
         tail = [*tail[-1:], text[:CONTEXT_LIMIT]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -136,6 +137,7 @@ Record: TypeAlias = (
 )
 
 _DECODER = msgspec.json.Decoder(Record)
+_MANY = msgspec.json.Decoder(list[Record])
 
 
 class RecordError(BoxmakerError):
@@ -182,6 +184,19 @@ def decode_record(line: bytes) -> Record:
         raise ValueError(str(exc)) from None
     except msgspec.DecodeError:
         return _decode_slowly(line)  # maybe a lone surrogate escape msgspec refuses
+
+
+def decode_records(lines: Sequence[bytes]) -> list[Record] | None:
+    """`decode_record` of every line at once (one call into msgspec: faster for many lines); None
+    when any line is not a valid record by itself, or not exactly one (decode them one by one then,
+    to learn which and why)."""
+    try:
+        records: list[Record] = _MANY.decode(b"[" + b",".join(lines) + b"]")
+        for record in records:
+            _real_time(record)
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError):
+        return None
+    return records if len(records) == len(lines) else None
 
 
 def _decode_slowly(line: bytes) -> Record:

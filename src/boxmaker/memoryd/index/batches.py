@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from boxmaker.memoryd.index.walk import Rows
+from boxmaker.memoryd.index.walk import Rows, Searchable
 
 
 @dataclass(slots=True)
@@ -33,9 +33,9 @@ class Batch:
         searchable = [_clean_searchable(row) for row in self.rows.searchable]
         return Encoded(
             len(self.rows.rows),
-            _ENCODER.encode(self.rows.rows).decode("utf-8"),
+            _ENCODER.encode(self.rows.rows),
             [_json(note) for note in self.notes],
-            _ENCODER.encode(searchable).decode("utf-8"),
+            _ENCODER.encode(searchable),
             [_clean(row) for row in self.progress],
         )
 
@@ -44,12 +44,13 @@ class Batch:
 class Encoded:
     """A batch ready to write: how many session rows, the session rows (`origins`) as one JSON array,
     the notes (JSON each), the searchable columns of both in that order as one JSON array, and the
-    progress of each log read."""
+    progress of each log read. The two arrays are UTF-8 bytes, which SQLite reads as text
+    (``CAST(? AS TEXT)``: no Python string is made of them, nor encoded again when bound)."""
 
     sessions: int
-    origins: str
+    origins: bytes
     notes: list[str]
-    searchable: str
+    searchable: bytes
     progress: list[tuple[Any, ...]]
 
     @property
@@ -70,7 +71,7 @@ def _json(row: tuple[Any, ...]) -> str:
         return _ENCODER.encode(_clean(row)).decode("utf-8")
 
 
-def _clean_searchable(row: tuple[str, str, str]) -> tuple[str, str, str]:
+def _clean_searchable(row: Searchable) -> Searchable:
     """`_clean` of a row's searchable columns; its context column is free of lone surrogates already
     (`walk._context`), and is full of non-ASCII fillers, so it is not looked at again."""
     text, ctx, time = row

@@ -38,6 +38,7 @@ CJK runs are stored as overlapping two-character pieces (`query.cjk_bigrams`).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import sqlite3
@@ -58,7 +59,7 @@ from boxmaker.memoryd.index.walk import Walk, line_check, searchable_text, time_
 from boxmaker.memoryd.withdrawal.exclusion import Exclusion
 from boxmaker.proto.fsio import complete_lines
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.records import Record, decode_record
+from boxmaker.proto.records import Record, decode_record, decode_records
 
 log = logging.getLogger("boxmaker.memoryd.index")
 
@@ -264,18 +265,15 @@ class IndexDB:
         except FileNotFoundError:
             return False
         lines, _ = complete_lines(data)
-        decoded: list[Record] = []
-        lines_at: list[tuple[int, int]] = []
-        consumed = 0
-        for number, line in enumerate(lines, start=state.records + 1):
-            try:
-                decoded.append(decode_record(line))
-            except ValueError as exc:
-                self._report(state.path, number, str(exc))
-                state.damaged = True
-                break
-            lines_at.append((state.offset + consumed, line_check(line)))
-            consumed += len(line) + 1
+        whole = decode_records(lines)
+        if whole is not None:  # every line a record (nearly always): no loop in Python
+            decoded = whole
+            sizes = [len(line) + 1 for line in lines]
+            starts = itertools.accumulate(sizes, initial=state.offset)  # one more than the lines
+            lines_at = list(zip(starts, map(line_check, lines), strict=False))
+            consumed = sum(sizes)
+        else:
+            decoded, lines_at, consumed = self._decode_lines(state, lines)
         if decoded or not state.known:
             walk_records(
                 state.id,
@@ -303,6 +301,25 @@ class IndexDB:
             )
         return bool(decoded) and not state.damaged and len(data) >= CHUNK_BYTES
 
+    def _decode_lines(
+        self, state: _LogState, lines: list[bytes]
+    ) -> tuple[list[Record], list[tuple[int, int]], int]:
+        """The records of `lines` one by one, up to the first that is not a valid record (reported,
+        and the log marked damaged); with each line's offset and `line_check`, and the bytes read."""
+        decoded: list[Record] = []
+        lines_at: list[tuple[int, int]] = []
+        consumed = 0
+        for number, line in enumerate(lines, start=state.records + 1):
+            try:
+                decoded.append(decode_record(line))
+            except ValueError as exc:
+                self._report(state.path, number, str(exc))
+                state.damaged = True
+                break
+            lines_at.append((state.offset + consumed, line_check(line)))
+            consumed += len(line) + 1
+        return decoded, lines_at, consumed
+
     def _flush(self, batch: Encoded, meta: dict[str, str] | None = None) -> int:
         """Write one batch (and `meta` values) in one transaction."""
         with transaction(self.conn):
@@ -324,7 +341,7 @@ class IndexDB:
             conn.execute(
                 "INSERT INTO origins(rowid, log, record, at, checked, part, label) SELECT key + ?,"
                 " value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5"
-                " FROM json_each(?)",
+                " FROM json_each(CAST(? AS TEXT))",
                 (first, batch.origins),
             )
         if batch.notes:
@@ -335,7 +352,7 @@ class IndexDB:
         if added:
             conn.execute(
                 "INSERT INTO hits(rowid, text, ctx, time)"
-                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
+                " SELECT key + ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(CAST(? AS TEXT))",
                 (first, batch.searchable),
             )
         conn.executemany(

@@ -142,10 +142,14 @@ def stop_filled(text: str) -> str:
     entry in each word's list (issue 16). What the context column no longer finds: a question made only
     of stop words, and a term the tokenizer folds or stems to a stop word's form ("thé" to "the",
     "owned" to "own"); the record's own text keeps them. Lone surrogates pass through unchanged."""
+    return stop_filled_utf8(text).decode("utf-8", "surrogatepass")
+
+
+def stop_filled_utf8(text: str) -> bytes:
+    """`stop_filled` in UTF-8 (a lone surrogate as its three bytes, ``surrogatepass``): the walk hands
+    the context column to SQLite as these bytes, without making a string of them (`walk`)."""
     words = text.encode("utf-8", "surrogatepass").translate(_SEPARATORS).split()
-    return b" ".join([_FILLER_BYTES if w in _STOP_FORMS else w for w in words]).decode(
-        "utf-8", "surrogatepass"
-    )
+    return b" ".join([_FILLER_BYTES if w in _STOP_FORMS else w for w in words])
 
 
 @lru_cache(maxsize=4096)

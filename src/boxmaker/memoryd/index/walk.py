@@ -25,10 +25,12 @@ import re
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
+
+import msgspec
 
 from boxmaker.memoryd.check.secrets import redact
-from boxmaker.memoryd.index.query import cjk_bigrams, stop_filled, time_words
+from boxmaker.memoryd.index.query import cjk_bigrams, stop_filled, stop_filled_utf8, time_words
 from boxmaker.proto.labels import DataClass
 from boxmaker.proto.records import LOOPD_SPEAKER, Assistant, Record, ToolResult, ToolSummary, TurnEnd, User
 
@@ -44,15 +46,16 @@ CONTEXT_LIMIT = 2_000
 #: text, part i + 1 its tool call i; the label is the class rank (0-2) times 2 plus 1 when untrusted.
 #: What a hit shows is read back from the log line (`shown_parts`; `rowtext`), not stored.
 Row: TypeAlias = tuple[int, int, int, int, int, int]
-#: (text, ctx, time) as the FTS5 table indexes them.
-Searchable: TypeAlias = tuple[str, str, str]
+#: (text, ctx, time) as the FTS5 table indexes them; a session row's ctx is ready JSON (a string
+#: literal, `context_text` reads it back), made without a Python string of it (`_context`).
+Searchable: TypeAlias = tuple[str, str | msgspec.Raw, str]
 
 
-@dataclass(frozen=True, slots=True)
-class Part:
+class Part(NamedTuple):
     """One indexed text of a record: its part number (`Row`), kind, role, speaker, the text a hit
     shows, the text indexed (``speaker: text`` for a user turn with a speaker) and whether it goes into
-    the context of the rows after it."""
+    the context of the rows after it. (A tuple: the walk makes one per row, five times faster than a
+    frozen dataclass.)"""
 
     part: int
     kind: str
@@ -104,8 +107,8 @@ class Walk:
     rank: int = 1
     untrusted: bool = False
     tail: list[str] = field(default_factory=list)
-    #: `tail` with its stop words filled (`query.stop_filled`), made again when it does not match.
-    filled: list[str] = field(default_factory=list, compare=False)
+    #: `tail` with its stop words filled, in UTF-8 (`_prepared`), made again when it does not match.
+    filled: list[bytes] = field(default_factory=list, compare=False)
 
     @property
     def data_class(self) -> str:
@@ -157,33 +160,57 @@ def walk_records(
     its text never reaches another row's context; what it did to the label still counts.
     """
     limit = _RANK[max_class]
-    for number, record in enumerate(records, start=first):
-        if _closing(records, number - first):
-            continue  # loopd's fixed sentence closing a turn that did not finish: nobody said it
-        if isinstance(record, User) and record.speaker == LOOPD_SPEAKER:
-            continue  # loopd's own fixed prompt (the memory flush's): the same words in every session
-        if isinstance(record, (ToolResult, ToolSummary)):
+    last = len(records) - 1
+    add_row, add_searchable = rows.rows.append, rows.searchable.append
+    # The walk's context, kept in locals while walking (set back at the end): the tail, its filled
+    # form, and the context column of the next row (made when a row needs it, `_context`).
+    tail, filled = walk.tail, _filled(walk)
+    context: msgspec.Raw | None = None
+    for index, record in enumerate(records):
+        if isinstance(record, User):
+            if record.speaker == LOOPD_SPEAKER:
+                continue  # loopd's own fixed prompt (the memory flush's): the same words in every session
+        elif isinstance(record, Assistant):
+            if index < last and isinstance(records[index + 1], TurnEnd):
+                # loopd's fixed sentence closing a turn that did not finish (the record right before
+                # its `turn_end`, docs/session-log.md): nobody said it
+                continue
+        elif isinstance(record, (ToolResult, ToolSummary)):
             # What a tool returned, or a summary of it, labels the session from here on.
             walk.rank = max(walk.rank, _RANK[record.data_class])
             walk.untrusted = walk.untrusted or record.untrusted
             if isinstance(record, ToolResult):
                 continue
+        else:
+            continue  # no text of any other record is indexed (`shown_parts`)
+        number = first + index
         if walk.rank > limit or (skip is not None and skip(number)):
             continue
         parts = shown_parts(record)
         if not parts:
             continue
         label = walk.rank * 2 + int(walk.untrusted)
-        offset, check = lines[number - first]
+        offset, check = lines[index]
+        time = time_of(record.time)
         for part in parts:
-            _add(rows, walk, (log, number, offset, check, part.part, label), part, record.time)
-
-
-def _closing(records: Sequence[Record], index: int) -> bool:
-    """True for the `assistant` record that loopd wrote to close a cancelled or failed turn (the one
-    right before its `turn_end`, docs/session-log.md)."""
-    following = records[index + 1] if index + 1 < len(records) else None
-    return isinstance(records[index], Assistant) and isinstance(following, TurnEnd)
+            # Recall never returns a credential: the row's text is indexed redacted, and a hit's text
+            # is redacted when read back (the log itself stays as it is; issue 15 item 5).
+            text = redact(part.indexed)
+            if len(text) <= TEXT_LIMIT and text.isascii() and "\x00" not in text:
+                searchable = text  # what `searchable_text` makes of it
+            else:
+                searchable = searchable_text(text)
+            if context is None:
+                context = _context(tail, filled)
+            add_row((log, number, offset, check, part.part, label))
+            add_searchable((searchable, context, time))
+            if part.context:
+                shown = text[:CONTEXT_LIMIT]
+                made = _prepared(searchable if len(text) <= CONTEXT_LIMIT else searchable_text(shown))
+                filled = [*filled[-(CONTEXT_ROWS - 1) :], made]
+                tail = [*tail[-(CONTEXT_ROWS - 1) :], shown]
+                context = None
+    walk.tail, walk.filled = tail, filled
 
 
 def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -196,32 +223,20 @@ def searchable_text(text: str, limit: int = TEXT_LIMIT) -> str:
     return cjk_bigrams(text)
 
 
-def _add(rows: Rows, walk: Walk, row: Row, part: Part, time: str) -> None:
-    # Recall never returns a credential: the row's text is indexed redacted, and a hit's text is
-    # redacted when read back (the log itself stays as it is; issue 15 item 5).
-    text = redact(part.indexed)
-    searchable = searchable_text(text)
-    rows.rows.append(row)
-    rows.searchable.append((searchable, _context(walk), time_of(time)))
-    if part.context:
-        shown = text[:CONTEXT_LIMIT]
-        filled = _prepared(searchable if len(text) <= CONTEXT_LIMIT else searchable_text(shown))
-        walk.filled = [*_filled(walk)[-(CONTEXT_ROWS - 1) :], filled]
-        walk.tail = [*walk.tail[-(CONTEXT_ROWS - 1) :], shown]
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _prepared(searchable: str) -> str:
-    """A text of the tail as the context column indexes it: `searchable_text`'s form with its stop
-    words filled (`query.stop_filled`) and every lone surrogate as U+FFFD (so the column needs no
-    check when written: `db`)."""
-    filled = stop_filled(searchable)
-    return _SURROGATE.sub("\ufffd", filled) if not searchable.isascii() else filled
+def _prepared(searchable: str) -> bytes:
+    """A text of the tail as the context column indexes it, in UTF-8: `searchable_text`'s form with
+    its stop words filled (`query.stop_filled`) and every lone surrogate as U+FFFD (so the column
+    needs no check when written: `db`). Every ASCII character but letters and digits is a space
+    there, so the bytes need no escaping inside a JSON string."""
+    if searchable.isascii() or not _SURROGATE.search(searchable):
+        return stop_filled_utf8(searchable)
+    return _SURROGATE.sub("\ufffd", stop_filled(searchable)).encode("utf-8")
 
 
-def _filled(walk: Walk) -> list[str]:
+def _filled(walk: Walk) -> list[bytes]:
     """`walk.filled`, made from `walk.tail` when it is not its filled form (a walk resumed from the
     index's progress keeps the tail only)."""
     if len(walk.filled) != len(walk.tail):
@@ -229,13 +244,19 @@ def _filled(walk: Walk) -> list[str]:
     return walk.filled
 
 
-def _context(walk: Walk) -> str:
-    """The context column of the next row: the texts of `walk.tail` joined by newlines, as
-    `searchable_text` makes them (at most 2 x `CONTEXT_LIMIT` characters), with their stop words filled
-    (`query.stop_filled`; each text is made ready once, when it enters the tail: `_prepared`) and free
-    of lone surrogates. Filling keeps every token a token, so the column's length in tokens is the
-    unfilled text's."""
-    tail = walk.tail
+def _context(tail: list[str], filled: list[bytes]) -> msgspec.Raw:
+    """The context column of the next row, as a JSON string: the texts of `tail` joined by
+    newlines, as `searchable_text` makes them (at most 2 x `CONTEXT_LIMIT` characters), with their stop
+    words filled (`query.stop_filled`; each text is made ready once, when it enters the tail:
+    `_prepared`, `filled`) and free of lone surrogates. Filling keeps every token a token, so the
+    column's length in tokens is the unfilled text's. The JSON is what `msgspec` makes of the string,
+    byte for byte (a newline escaped, nothing else to escape: `_prepared`), made without decoding the
+    UTF-8."""
     if sum(map(len, tail)) + len(tail) - 1 > 2 * CONTEXT_LIMIT:  # the cut falls where it falls unfilled
-        return _prepared(searchable_text("\n".join(tail), 2 * CONTEXT_LIMIT))
-    return "\n".join(_filled(walk))
+        return msgspec.Raw(b'"' + _prepared(searchable_text("\n".join(tail), 2 * CONTEXT_LIMIT)) + b'"')
+    return msgspec.Raw(b'"' + b"\\n".join(filled) + b'"')
+
+
+def context_text(ctx: str | msgspec.Raw) -> str:
+    """A row's context column as the string SQLite gets (`Searchable`)."""
+    return ctx if isinstance(ctx, str) else str(msgspec.json.decode(ctx))
