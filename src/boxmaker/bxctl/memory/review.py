@@ -4,6 +4,7 @@ seed 003 sections 15.2.1, 16 and 23; M5d section 4.4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import click
 
 from boxmaker.bxctl import client
 from boxmaker.bxctl.options import json_option, memory_socket_option, memory_socket_path
+from boxmaker.bxctl.progress import with_progress
 from boxmaker.bxctl.state import State, pass_state
 from boxmaker.proto.labels import DataClass, Label
 from boxmaker.proto.messages import MemoryAdminReply
@@ -72,17 +74,30 @@ def memory_tiers(
     if limit or not isinstance(reply.data, dict) or reply.data.get("next_offset") is None:
         client.emit(reply, as_json)
         return
-    pages = [reply]  # every note: one frame holds a page, so ask for the next until the last
-    if not as_json:
+    if as_json:  # one JSON document at the end: a spinner says what is happening meanwhile
+        pages = with_progress("listing notes by hits", lambda: _rest(path, args, reply, None))
+        client.emit(MemoryAdminReply("", _joined([p.data for p in pages])), True)
+    else:  # every page printed as it comes
         client.emit(reply, False)
+        _rest(path, args, reply, lambda page: client.emit(page, False))
+
+
+def _rest(
+    path: Path,
+    args: dict[str, Any],
+    reply: MemoryAdminReply,
+    shown: Callable[[MemoryAdminReply], None] | None,
+) -> list[MemoryAdminReply]:
+    """Every page of the listing from `reply` on (one frame holds a page: the next is asked for
+    until the last), each handed to `shown` as it comes."""
+    pages = [reply]
     while isinstance(reply.data, dict) and isinstance(reply.data.get("next_offset"), int):
         args["offset"] = reply.data["next_offset"]
         reply = client.admin(path, "tiers", "", args)
-        if not as_json:
-            client.emit(reply, False)
+        if shown is not None:
+            shown(reply)
         pages.append(reply)
-    if as_json:
-        client.emit(MemoryAdminReply("", _joined([p.data for p in pages])), True)
+    return pages
 
 
 def _joined(pages: list[Any]) -> Any:
