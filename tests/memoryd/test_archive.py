@@ -30,6 +30,7 @@ from item_helpers import (
 from boxmaker.memoryd.config import load
 from boxmaker.memoryd.erase import run
 from boxmaker.memoryd.items import replay
+from boxmaker.memoryd.items.archive import LISTED, Run
 from boxmaker.memoryd.items.replay import replay_into
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.memoryd.write.actions import Add, Replace
@@ -312,3 +313,15 @@ def test_bxctl_style_replay_refuses_a_folder_that_is_not_empty(service: Memoryd,
     done = replay_into(service.memory.journal, tmp_path / "new", service.memory.exclusion_for)
     assert isinstance(done, list)
     assert "index.md" in done
+
+
+def test_a_run_over_many_files_names_the_first_ones_and_counts_the_rest() -> None:
+    files = {f"archive/2026-01-{day:02d}.md": [f"mem-2026-01-{day:02d}-001"] * day for day in range(1, 13)}
+    sentence = Run("mem-edit-1", files).sentence()
+    assert sentence.startswith("archived 1 item to archive/2026-01-01.md, 2 items to archive/2026-01-02.md, ")
+    assert "archive/2026-01-10.md" in sentence
+    assert "2026-01-11" not in sentence
+    assert sentence.endswith(", and 23 items to 2 more files (mem-edit-1)")
+    few = Run("mem-edit-2", dict(list(files.items())[:LISTED])).sentence()
+    assert "more files" not in few
+    assert few.count("archive/") == LISTED

@@ -125,6 +125,10 @@ def unarchived(items: Iterable[Item]) -> dict[str, list[Item]]:
     return dict(sorted(found.items()))
 
 
+#: The archive files a run's sentence names one by one; the rest are counted.
+LISTED = 10
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """What one run did: the journal line's id and each file appended with the ids it got."""
@@ -142,8 +146,13 @@ class Run:
         if self.skipped:
             return f"nothing to archive (journalled as archive-skip, {self.edit})"
         parts = [
-            f"{len(ids):,} item{'' if len(ids) == 1 else 's'} to {file}" for file, ids in self.files.items()
+            f"{len(ids):,} item{'' if len(ids) == 1 else 's'} to {file}"
+            for file, ids in list(self.files.items())[:LISTED]
         ]
+        if len(self.files) > LISTED:  # a first archive of a large import names thousands of days
+            rest = list(self.files.values())[LISTED:]
+            items = sum(len(ids) for ids in rest)
+            parts.append(f"and {items:,} item{'' if items == 1 else 's'} to {len(rest):,} more files")
         return f"archived {', '.join(parts)} ({self.edit})"
 
 
