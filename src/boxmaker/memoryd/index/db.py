@@ -421,10 +421,7 @@ class IndexDB:
                 )
             self.conn.execute("DELETE FROM notes")
             added = self._write(batch)
-            # search.Frequencies bounds a term's rows by the deletions since it counted them
-            deleted = int(self.meta("rows_deleted") or 0) + len(rows)
-            settings = {**(meta or {}), "notes_count": str(len(notes)), "rows_deleted": str(deleted)}
-            for key, value in settings.items():
+            for key, value in {**(meta or {}), "notes_count": str(len(notes))}.items():
                 self.set_meta(key, value)
         return added
 
