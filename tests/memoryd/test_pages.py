@@ -265,3 +265,55 @@ def test_requests_wait_for_a_gap_and_gives_up_after_the_longest_wait() -> None:
     with requests.serving():
         assert not requests.wait(0.05)
     assert requests.wait(1.0)  # the gap comes GRACE after the last answer
+
+
+def held_back_lessons(service: Memoryd, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home whose lessons page is written in the background and held back: a request is being
+    answered (LONGEST_WAIT 30 s: the writer waits for its gap). Returns the memory folder."""
+    monkeypatch.setattr(pages_module, "SYNC_ITEMS", 2)
+    monkeypatch.setattr(pages_module, "DEBOUNCE", 0.01)
+    monkeypatch.setattr(pagefiles, "LONGEST_WAIT", 30.0)
+    for n in range(3):
+        capture(service, f"Lesson {n}: small commits review faster.")
+    service.memory.pages.settle()
+    return service.config.layout.memory
+
+
+def test_a_stop_writes_a_held_back_page_without_waiting_for_a_gap(
+    home: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = Memoryd(load(None, str(home)), now=clock.now)
+    service.open()
+    memory_dir = held_back_lessons(service, monkeypatch)
+    closing = threading.Thread(target=service.close)
+    with service.memory.pages.requests.serving():  # a request that never ends before the stop
+        capture(service, "Lesson 3: written at the stop.")
+        threading.Event().wait(0.1)
+        closing.start()
+        closing.join(timeout=60)
+        assert not closing.is_alive()  # it did not wait for the request's gap (30 s per piece)
+    assert "Lesson 3" in (memory_dir / "topics" / "lessons.md").read_text()
+    assert on_disk(memory_dir) == full_render(memory_dir)
+
+
+def test_a_page_the_stop_gives_up_on_is_written_at_the_next_start(
+    home: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load(None, str(home))
+    service = Memoryd(config, now=clock.now)
+    service.open()
+    memory_dir = held_back_lessons(service, monkeypatch)
+    before = (memory_dir / "topics" / "lessons.md").read_text()
+    monkeypatch.setattr(pagefiles, "STOP_BUDGET", 0.0)  # no time for it at the stop
+    with service.memory.pages.requests.serving():
+        capture(service, "Lesson 3: left for the next start.")
+        service.close()
+    assert (memory_dir / "topics" / "lessons.md").read_text() == before  # the old page, whole
+    assert not list((memory_dir / "topics").glob(".*.tmp-*"))
+    again = Memoryd(config, now=clock.now)
+    again.open()
+    try:
+        assert settled(again) == full_render(memory_dir, again)
+        assert "Lesson 3" in (memory_dir / "topics" / "lessons.md").read_text()
+    finally:
+        again.close()

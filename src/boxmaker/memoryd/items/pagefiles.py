@@ -40,6 +40,13 @@ LONGEST_WAIT = 0.25
 #: A gap between requests counts once none has been answered for this long (seconds): a client's next
 #: request usually comes within it, and would otherwise wait for the GIL before it is even read.
 GRACE = 0.005
+#: When memoryd stops, a large page still being written gets this long (seconds) at full speed; what is
+#: not written by then is left to the next start, which renders it from the mark (`Pages.close`).
+STOP_BUDGET = 2.0
+
+
+class Abandoned(Exception):
+    """A large page's write given up because memoryd is stopping (`Requests.stopping`)."""
 
 
 class Requests:
@@ -52,6 +59,23 @@ class Requests:
         self._ended = 0.0  # when the last request was answered (time.monotonic)
         self._quiet = threading.Event()
         self._quiet.set()
+        self._deadline: float | None = None  # `stopping`: no more waiting, and give up after this
+
+    def stopping(self, budget: float | None) -> None:
+        """memoryd is stopping: from now on `wait` does not wait and `batched` does not pause, and a
+        large page still being written after `budget` seconds is abandoned (`check`). None: back to
+        normal (a reopen)."""
+        self._deadline = None if budget is None else time.monotonic() + budget
+
+    @property
+    def hurried(self) -> bool:
+        """True once `stopping` was called (and not undone)."""
+        return self._deadline is not None
+
+    def check(self) -> None:
+        """Raise `Abandoned` once the stopping budget is spent."""
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            raise Abandoned("memoryd is stopping")
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -70,7 +94,9 @@ class Requests:
 
     def wait(self, longest: float = LONGEST_WAIT) -> bool:
         """Wait for a gap: no request answered for `GRACE` seconds; at most `longest` seconds. False
-        when it timed out (requests are still coming)."""
+        when it timed out (requests are still coming). True at once when memoryd is stopping."""
+        if self._deadline is not None:
+            return True
         if self._quiet.is_set() and time.monotonic() - self._ended >= GRACE:
             return True
         deadline = time.monotonic() + longest
@@ -105,19 +131,26 @@ def put(path: Path, text: str) -> bool:
 def batched(lines: Iterable[str], requests: Requests | None = None, size: int = 1 << 16) -> Iterator[bytes]:
     """Lines joined into pieces of about `size` characters, encoded, with a `PACE` pause after each;
     with `requests`, each line waits for a gap between them (`Requests.wait`; once a wait times out,
-    the rest of that piece is made without waiting)."""
+    the rest of that piece is made without waiting; once memoryd is stopping, no wait nor pause, and
+    `Abandoned` once its budget is spent: `Requests.check`).
+
+    Raises:
+        Abandoned: memoryd is stopping and the page's budget is spent."""
     batch: list[str] = []
     held = 0
     pressed = False
     for line in lines:
-        if requests is not None and not pressed:
-            pressed = not requests.wait()
+        if requests is not None:
+            requests.check()
+            if not pressed:
+                pressed = not requests.wait()
         batch.append(line)
         held += len(line)
         if held >= size:
             yield "".join(batch).encode("utf-8")
             batch, held, pressed = [], 0, False
-            time.sleep(PACE)  # let a request's thread run: a large page is background work
+            if requests is None or not requests.hurried:
+                time.sleep(PACE)  # let a request's thread run: a large page is background work
     if batch:
         yield "".join(batch).encode("utf-8")
 
