@@ -242,3 +242,29 @@ def test_a_web_server_that_is_not_a_model_server_is_said_and_status_is_not_ready
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_status_names_the_pid_that_holds_a_silent_roles_lock(home: Path) -> None:
+    """A memoryd that still holds its lock but does not answer (stopping, stuck) is not just "down":
+    status names its pid, so the owner knows why `bxctl up` refuses to start another."""
+    from boxmaker.bxctl import roles
+    from boxmaker.proto.fsio import FileLock, ensure_dir
+    from boxmaker.proto.home import Layout
+
+    layout = Layout(home)
+    ensure_dir(layout.memory_lock.parent)
+    lock = FileLock(layout.memory_lock)  # held as a memoryd holds it, with this pid
+    lock.acquire()
+    try:
+        row = roles.status(layout, roles.MEMORYD)
+        assert not row.running
+        assert row.pid == os.getpid()
+        assert f"pid {os.getpid()} still holds {layout.memory_lock}" in row.detail
+        result = CliRunner().invoke(cli, ["status", "--json"])
+        assert result.exit_code == 1
+        memoryd = next(r for r in json.loads(result.output)["roles"] if r["name"] == "memoryd")
+        assert memoryd["pid"] == os.getpid()
+        assert not memoryd["running"]
+    finally:
+        lock.release()
+    assert roles.status(layout, roles.MEMORYD).pid is None  # nobody holds it: plain "down"

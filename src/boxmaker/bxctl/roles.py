@@ -275,11 +275,16 @@ def configured_socket(config: Path, name: str) -> Path | None:
 
 
 def status(layout: Layout, role: Role) -> RoleStatus:
-    """Ask a role over its owner socket whether it runs."""
+    """Ask a role over its owner socket whether it runs. A role that does not answer while a process
+    still holds its lock (one starting, stopping, or stuck) is named with that pid."""
     try:
         reply = wire.call(role.socket(layout), role.status_request(), timeout=10.0)
     except PeerError as exc:
-        return RoleStatus(role.name, False, None, exc.message)
+        holder = lock_holder(role.lock(layout))
+        if holder is None:
+            return RoleStatus(role.name, False, None, exc.message)
+        detail = f"{exc.message}; pid {holder} still holds {role.lock(layout)} (starting, stopping or stuck)"
+        return RoleStatus(role.name, False, holder, detail)
     if isinstance(reply, StatusReply):
         return RoleStatus(role.name, True, reply.pid, reply.detail)
     if not isinstance(reply, MemoryAdminReply) or not isinstance(reply.data, dict):
