@@ -884,3 +884,18 @@ def test_an_event_after_the_owners_reconciliation_keeps_the_fork_decided() -> No
     assert (chain.state, chain.controlling) == ("in-force", w4)
     (chain,) = records.resolve([w1, r2, r3, w4, r5])
     assert (chain.state, chain.controlling) == ("reinstated", r5)
+
+
+@pytest.mark.parametrize(
+    ("scope", "said"),
+    [
+        (Scope(("mem-9999-99-99-999",), ()), "an item id is mem-YYYY-MM-DD-NNN, of a real date"),
+        (Scope(("mem-2026-02-30-001",), ()), "an item id is mem-YYYY-MM-DD-NNN, of a real date"),
+        (Scope((), ("archive/2026-13-01.md",)), "of a real date"),
+    ],
+)
+def test_a_selector_of_the_right_shape_but_no_real_date_says_so(scope: Scope, said: str) -> None:
+    refusal = records.scope_problem(scope)
+    assert refusal is not None
+    assert refusal.code == "refused:scope"
+    assert said in refusal.sentence

@@ -194,10 +194,12 @@ def scope_problem(scope: Scope) -> Refusal | None:
         return withdrawal.SCOPE_EMPTY
     for value in scope.memory_item_ids:
         if not is_item_id(value):
-            return withdrawal.bad_selector(value, "an item id is mem-YYYY-MM-DD-NNN")
+            return withdrawal.bad_selector(value, "an item id is mem-YYYY-MM-DD-NNN, of a real date")
     for value in scope.archive_refs:
         if not is_archive_ref(value):
-            return withdrawal.bad_selector(value, "an archive ref is archive/YYYY-MM-DD.md[#mem-…]")
+            return withdrawal.bad_selector(
+                value, "an archive ref is archive/YYYY-MM-DD.md[#mem-…], of a real date"
+            )
     for value in scope.source_or_run_refs:
         if not is_source_ref(value):
             return withdrawal.bad_selector(
