@@ -42,7 +42,7 @@ LONGEST_WAIT = 0.25
 GRACE = 0.005
 #: When memoryd stops, a large page still being written gets this long (seconds) at full speed; what is
 #: not written by then is left to the next start, which renders it from the mark (`Pages.close`).
-STOP_BUDGET = 2.0
+STOP_BUDGET = 1.0
 
 
 class Abandoned(Exception):
@@ -91,6 +91,14 @@ class Requests:
                 if not self._count:
                     self._ended = time.monotonic()
                     self._quiet.set()
+
+    def pause(self) -> bool:
+        """`check`, then `wait`: what a large page's render calls between its steps.
+
+        Raises:
+            Abandoned: memoryd is stopping and the page's budget is spent."""
+        self.check()
+        return self.wait()
 
     def wait(self, longest: float = LONGEST_WAIT) -> bool:
         """Wait for a gap: no request answered for `GRACE` seconds; at most `longest` seconds. False

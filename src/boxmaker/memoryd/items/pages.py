@@ -482,7 +482,7 @@ class Pages:
                         path.unlink(missing_ok=True)
                     else:
                         found, hidden = parts()
-                        lines = topic_chunks(name, found, hidden, self.requests.wait)
+                        lines = topic_chunks(name, found, hidden, self.requests.pause)
                         chunks = pagefiles.batched(lines, self.requests)
                         fsio.atomic_write_chunks(path, chunks, sync_every=pagefiles.SYNC_BYTES)
                     self.written += 1
