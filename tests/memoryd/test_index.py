@@ -771,13 +771,13 @@ def test_a_question_of_common_words_ranks_the_newest_rows_that_hold_them(
     home: Path, service: Memoryd
 ) -> None:
     from boxmaker.memoryd.index.query import build
-    from boxmaker.memoryd.index.search import BUDGET, plan
+    from boxmaker.memoryd.index.search import BUDGET, plan, runner
 
     rows = [record("user", content=f"ann said hello number {i}") for i in range(BUDGET + 600)]
     write_log(home, "chat-common", [start(), *rows])
     service.handle("session_updated", SessionUpdated(session="chat-common"))
     with service.memory.index.readers.reading() as conn:
-        [(_, lowest)] = plan(conn, build("ann hello"))
+        [(_, lowest, _)] = plan(runner(conn), build("ann hello"))
     assert lowest > 600  # only the newest rows are scored
     out = recall(service, "ann hello", k=3).output
     numbers = [int(line.rsplit(" ", 1)[1]) for line in out.split("\n") if line.startswith("ann said")]

@@ -11,7 +11,7 @@ import pytest
 
 from boxmaker.memoryd.index.query import build
 from boxmaker.memoryd.index.schema import migrate
-from boxmaker.memoryd.index.search import _BM25, BUDGET, Frequencies, plan, rank
+from boxmaker.memoryd.index.search import _BM25, BUDGET, Frequencies, plan, rank, runner
 
 # Written for this test: a long-tailed vocabulary, so that questions mix common and rare words.
 WORDS = [f"w{n}x" for n in range(400)]
@@ -48,7 +48,7 @@ def reference(conn: sqlite3.Connection, text: str, k: int) -> list[tuple[int, fl
     """The best `k` (rowid, bm25) of the full OR query among the rows holding one of the rare terms
     `plan` chose (all rows when it chose one query)."""
     query = build(text)
-    planned = plan(conn, query)
+    planned = plan(runner(conn), query)
     scored = conn.execute(f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ?", (query.match,)).fetchall()
     if len(planned) == 2:
         rare = {row[0] for row in conn.execute("SELECT rowid FROM hits WHERE hits MATCH ?", (planned[1][0],))}
@@ -62,7 +62,7 @@ def test_the_plan_ranks_as_the_full_query_among_rows_with_a_rare_term(table: sql
     frequencies = Frequencies()
     shapes = collections.Counter()
     for text in questions():
-        planned = plan(table, build(text), frequencies)
+        planned = plan(runner(table), build(text), frequencies)
         shapes[len(planned), planned[0][1] > 0] += 1
         expected = reference(table, text, 10)
         assert rank(table, build(text), 10, frequencies) == [rowid for rowid, _ in expected], text

@@ -420,6 +420,8 @@ class IndexDB:
                     (rowid, searchable_text(source[11]), time_of(source[6])),
                 )
             self.conn.execute("DELETE FROM notes")
+            # rows left the search table: remembered document frequencies are stale (`search.Frequencies`)
+            self.set_meta("generation", str(int(self.meta("generation") or 0) + 1))
             added = self._write(batch)
             for key, value in {**(meta or {}), "notes_count": str(len(notes))}.items():
                 self.set_meta(key, value)

@@ -12,20 +12,38 @@ renamed safely (renaming an SQLite file under an open connection can corrupt it)
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.query import Query
+from boxmaker.memoryd.index.ranker import Ranker, problem
 from boxmaker.memoryd.index.rowtext import hits
 from boxmaker.memoryd.index.schema import LIVE_CACHE_KIB, Counts, counts_of
 from boxmaker.memoryd.index.search import Frequencies, rank
 
+log = logging.getLogger("boxmaker.memoryd.index")
+
 #: Reader connections kept open between recalls, at most.
 IDLE_READERS = 4
+
+
+@dataclass(slots=True)
+class _Reader:
+    """One pooled reader: a connection, and its `ranker.Ranker` when the compiled ranking is there."""
+
+    conn: sqlite3.Connection
+    ranker: Ranker | None
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.ranker is not None:
+            self.ranker.close()
 
 
 class _Gate:
@@ -78,45 +96,62 @@ class Readers:
         self.imports = imports
         self.on_stale = on_stale
         self._gate = _Gate()
-        self._idle: list[sqlite3.Connection] = []
+        self._idle: list[_Reader] = []
         self._lock = threading.Lock()
-        self.frequencies = Frequencies()
+        #: "" when recall scores with `ranker` (given the remembered frequencies), else why bm25() does
+        self.ranking_problem = problem()
+        self.frequencies = Frequencies(exact=True)
+
+    def _open(self) -> _Reader:
+        # percent-encoded: a ``?`` or ``#`` in the home's path would otherwise end the file name
+        conn = sqlite3.connect(
+            f"{self.path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
+        )
+        conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
+        ranker = None
+        if not self.ranking_problem:
+            try:
+                ranker = Ranker(self.path, LIVE_CACHE_KIB)
+            except sqlite3.Error:
+                conn.close()
+                raise
+        return _Reader(conn, ranker)
 
     @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _reader(self) -> Iterator[_Reader]:
         with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            # percent-encoded: a ``?`` or ``#`` in the home's path would otherwise end the file name
-            conn = sqlite3.connect(
-                f"{self.path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
-            )
-            conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
+            reader = self._idle.pop() if self._idle else None
+        if reader is None:
+            reader = self._open()
         try:
-            yield conn
+            yield reader
         finally:
             with self._lock:
                 keep = len(self._idle) < IDLE_READERS
                 if keep:
-                    self._idle.append(conn)
+                    self._idle.append(reader)
             if not keep:
-                conn.close()
+                reader.close()
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """A connection to read with, the file held in place meanwhile."""
-        with self._gate.read(), self._connection() as conn:
-            yield conn
+        with self._gate.read(), self._reader() as reader:
+            yield reader.conn
 
     def search(self, query: Query, k: int) -> list[Hit]:
-        """The best `k` hits for a built query, best first (`search.rank` on one connection).
+        """The best `k` hits for a built query, best first: `ranker.Ranker.rank` when the compiled
+        ranking is there, else `search.rank` (the same rows in the same order) on one connection.
 
         Raises:
             sqlite3.Error: when the file cannot be read.
         """
-        with self.reading() as conn:
-            found = rank(conn, query, k, self.frequencies)
-            return hits(conn, self.sessions, found, self.on_stale, self.imports)
+        with self._gate.read(), self._reader() as reader:
+            if reader.ranker is not None:
+                found = reader.ranker.rank(query, k, self.frequencies)
+            else:
+                found = rank(reader.conn, query, k, self.frequencies)
+            return hits(reader.conn, self.sessions, found, self.on_stale, self.imports)
 
     def counts(self) -> Counts:
         """What the file holds (without waiting for a writer)."""
@@ -134,12 +169,12 @@ class Readers:
         with self._gate.swap():
             self._close_idle()
             yield
-            self.frequencies = Frequencies()
+            self.frequencies = Frequencies(exact=True)
 
     def _close_idle(self) -> None:
         with self._lock:
-            for conn in self._idle:
-                conn.close()
+            for reader in self._idle:
+                reader.close()
             self._idle.clear()
 
     def shutdown(self) -> None:

@@ -203,15 +203,19 @@ def counts_of(conn: sqlite3.Connection) -> Counts:
     return Counts(int(logs), int(records), int(notes))
 
 
+#: The highest rowid the index has used (0 when empty): of the session rows, the notes, and the search
+#: table's own rows (`forget` leaves a forgotten session's search rows in place; their rowids are never
+#: given again).
+LAST_ROWID = (
+    "SELECT max((SELECT coalesce(max(rowid), 0) FROM origins), (SELECT coalesce(max(rowid), 0) FROM notes),"
+    " (SELECT coalesce(max(id), 0) FROM hits_docsize))"
+)
+
+
 def last_rowid(conn: sqlite3.Connection) -> int:
-    """The highest rowid of the index (session rows and notes share the FTS5 table's rowids); 0 when
-    empty."""
-    return int(
-        conn.execute(
-            "SELECT max((SELECT coalesce(max(rowid), 0) FROM origins),"
-            " (SELECT coalesce(max(rowid), 0) FROM notes))"
-        ).fetchone()[0]
-    )
+    """The highest rowid of the index (`LAST_ROWID`; session rows and notes share the FTS5 table's
+    rowids); 0 when empty."""
+    return int(conn.execute(LAST_ROWID).fetchone()[0])
 
 
 @contextmanager

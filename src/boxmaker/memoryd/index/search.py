@@ -28,10 +28,11 @@ its terms (FTS5 walks its lists by rowid, newest first, cheaply), rather than sc
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from boxmaker.memoryd.index.query import Query, render_match
-from boxmaker.memoryd.index.schema import last_rowid
+from boxmaker.memoryd.index.schema import LAST_ROWID
 
 #: bm25 column weights: text, ctx, time.
 WEIGHTS = (1.0, 0.5, 0.3)
@@ -42,36 +43,63 @@ _BM25 = f"bm25(hits, {', '.join(str(w) for w in WEIGHTS)})"
 _RANKED = f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ? AND rowid >= ? ORDER BY {_BM25} LIMIT ?"
 _NEWEST = "SELECT rowid FROM hits WHERE hits MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
 _COUNT = "SELECT count(*) FROM (SELECT 1 FROM hits WHERE hits MATCH ? LIMIT ?)"
+_COUNT_AFTER = "SELECT count(*) FROM hits WHERE hits MATCH ? AND rowid > ?"
+#: The generation of the index's rows: bumped by every change that takes rows out of the search table.
+GENERATION = "SELECT coalesce((SELECT value FROM meta WHERE key = 'generation'), '0')"
+
+#: A statement runner: SQL and its parameters in, every row out (a connection's, or `ranker.Ranker`'s).
+Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+def runner(conn: sqlite3.Connection) -> Run:
+    """`conn` as a `Run`."""
+    return lambda sql, params: conn.execute(sql, params).fetchall()
 
 
 class Frequencies:
-    """Each term's document frequency, counted up to `BUDGET` + 1, remembered between queries.
+    """Each term's document frequency, remembered between queries.
 
-    Rows are only ever appended, so a term over the budget stays over it; a count under it is
-    remembered with the index size it was made at and made again once the index has grown.
-    Thread-safe enough: a lost update only costs a recount.
+    Counted up to `BUDGET` + 1 (all the plan needs) or, when `exact` (for `ranker`, which is given
+    them instead of counting them per query as bm25() does), exactly. Rows are only ever appended
+    except when the generation (`GENERATION`) moves, so a term over the budget stays over it, and an
+    exact count made at index size S grows by the count of the rows after S. A count is remembered with
+    the index size and generation it was made at. Thread-safe enough: a lost update only costs a recount.
     """
 
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[int, int]] = {}
+    def __init__(self, exact: bool = False) -> None:
+        self.exact = exact
+        self._known: dict[str, tuple[int, int, int]] = {}
 
-    def get(self, conn: sqlite3.Connection, term: str, size: int) -> int:
-        """The term's frequency (at most `BUDGET` + 1) in an index of `size` rows."""
+    def get(self, run: Run, term: str, size: int, generation: int = 0) -> int:
+        """The term's frequency in an index of `size` rows (at most `BUDGET` + 1 unless `exact`)."""
         known = self._known.get(term)
-        if known is not None and (known[0] > BUDGET or known[1] == size):
-            return known[0]
-        count = int(conn.execute(_COUNT, (render_match([term]), BUDGET + 1)).fetchone()[0])
+        if known is not None and known[2] != generation:
+            known = None
+        if self.exact:
+            if known is not None and known[1] == size:
+                return known[0]
+            if known is not None and known[1] < size:
+                count = known[0] + int(run(_COUNT_AFTER, (render_match([term]), known[1]))[0][0])
+            else:
+                count = int(run(_COUNT_AFTER, (render_match([term]), 0))[0][0])
+        else:
+            if known is not None and (known[0] > BUDGET or known[1] == size):
+                return known[0]
+            count = int(run(_COUNT, (render_match([term]), BUDGET + 1))[0][0])
         if len(self._known) > 200_000:
             self._known.clear()
-        self._known[term] = (count, size)
+        self._known[term] = (count, size, generation)
         return count
 
 
-#: One query to run: its MATCH string and the lowest rowid it may score (0: any).
-Planned = tuple[str, int]
+#: One query to run: its MATCH string, the lowest rowid it may score (0: any), and its terms in the
+#: order they stand in the MATCH string (FTS5 numbers its phrases so).
+Planned = tuple[str, int, tuple[str, ...]]
 
 
-def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None = None) -> list[Planned]:
+def plan(
+    run: Run, query: Query, frequencies: Frequencies | None = None, generation: int = 0
+) -> list[Planned]:
     """The queries to run for `query`: the full OR query alone; or, on a large index with a common
     term, the rare-and-common query and the rare-only query; or, when every term is common, the
     full query over the newest rows (see the module's docstring).
@@ -80,15 +108,15 @@ def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None
         sqlite3.Error: when the index cannot be read.
     """
     terms = list(query.terms)
-    size = last_rowid(conn)
+    size = int(run(LAST_ROWID, ())[0][0])
     if size <= BUDGET:
-        return [(query.match, 0)]
+        return [(query.match, 0, query.terms)]
     known = frequencies or Frequencies()
-    frequency = {t: known.get(conn, t, size) for t in terms}
+    frequency = {t: known.get(run, t, size, generation) for t in terms}
     ordered = sorted(terms, key=lambda t: frequency[t])
     if frequency[ordered[0]] > BUDGET:
-        newest = conn.execute(_NEWEST, (query.match, BUDGET - 1)).fetchone()
-        return [(query.match, int(newest[0]) if newest else 0)]
+        newest = run(_NEWEST, (query.match, BUDGET - 1))
+        return [(query.match, int(newest[0][0]) if newest else 0, query.terms)]
     rare = [ordered[0]]
     spent = frequency[ordered[0]]
     for term in ordered[1:]:
@@ -98,19 +126,22 @@ def plan(conn: sqlite3.Connection, query: Query, frequencies: Frequencies | None
         spent += frequency[term]
     common = [t for t in terms if t not in rare]
     if not common:
-        return [(query.match, 0)]
+        return [(query.match, 0, query.terms)]
     rare_match = render_match(rare)
-    return [(f"({rare_match}) AND ({render_match(common)})", 0), (rare_match, 0)]
+    return [
+        (f"({rare_match}) AND ({render_match(common)})", 0, (*rare, *common)),
+        (rare_match, 0, tuple(rare)),
+    ]
 
 
-def scored(conn: sqlite3.Connection, planned: Planned, k: int) -> list[tuple[int, float]]:
+def scored(run: Run, planned: Planned, k: int) -> list[tuple[int, float]]:
     """The best `k` (rowid, bm25) of one planned query (lower scores are better).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
     """
-    match, lowest = planned
-    return [(int(rowid), float(score)) for rowid, score in conn.execute(_RANKED, (match, lowest, k))]
+    match, lowest, _ = planned
+    return [(int(rowid), float(score)) for rowid, score in run(_RANKED, (match, lowest, k))]
 
 
 def merge(results: Sequence[list[tuple[int, float]]], k: int) -> list[int]:
@@ -125,9 +156,10 @@ def merge(results: Sequence[list[tuple[int, float]]], k: int) -> list[int]:
 
 def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencies | None = None) -> list[int]:
     """The rowids of the best `k` rows for `query`, best first (the queries of `plan`, one after
-    the other on `conn`).
+    the other on `conn`, scored by FTS5's bm25()).
 
     Raises:
         sqlite3.Error: when the index cannot be read.
     """
-    return merge([scored(conn, planned, k) for planned in plan(conn, query, frequencies)], k)
+    run = runner(conn)
+    return merge([scored(run, planned, k) for planned in plan(run, query, frequencies)], k)
