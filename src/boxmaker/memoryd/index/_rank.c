@@ -9,6 +9,8 @@
  *
  *     boxrank(hits, <one weight per column>, <one document frequency per phrase of the MATCH>)
  *
+ * A negative frequency leaves its phrase out of the score (a phrase that is in the MATCH only to select
+ * rows, such as a repeat of another).
  * Python's sqlite3 module gives no way to add an FTS5 auxiliary function to its connections, so `Ranker`
  * opens its own connection (through SQLite's public C API, on the same library Python's sqlite3 uses) and
  * offers `execute`, enough to run a recall's statements in one read transaction on it.
@@ -65,7 +67,7 @@ static Scoring *scoring_new(const Fts5ExtensionApi *api, Fts5Context *fts, sqlit
     for (int i = 0; i < phrases; i++) {
         sqlite3_int64 hits = sqlite3_value_int64(values[columns + i]);
         double idf = log(((double)rows - (double)hits + 0.5) / ((double)hits + 0.5));
-        s->idf[i] = idf <= 0.0 ? 1e-6 : idf;
+        s->idf[i] = hits < 0 ? 0.0 : idf <= 0.0 ? 1e-6 : idf; /* 0: a phrase not scored */
     }
     rc = api->xSetAuxdata(fts, s, scoring_free);
     if (rc != SQLITE_OK) {
@@ -96,6 +98,7 @@ static void boxrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     }
     double score = 0.0, d = (double)length;
     for (int i = 0; i < s->phrases; i++) {
+        if (s->idf[i] == 0.0) continue;
         double f = s->frequency[i];
         score += s->idf[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * d / s->average_length)));
     }

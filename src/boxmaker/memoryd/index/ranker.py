@@ -23,9 +23,9 @@ import sqlite3
 from contextlib import suppress
 from pathlib import Path
 
-from boxmaker.memoryd.index.query import Query
+from boxmaker.memoryd.index.query import Query, render_match
 from boxmaker.memoryd.index.schema import LAST_ROWID
-from boxmaker.memoryd.index.search import GENERATION, WEIGHTS, Frequencies, merge, plan
+from boxmaker.memoryd.index.search import GENERATION, WEIGHTS, Frequencies, Planned, merge, plan
 
 try:
     from boxmaker.memoryd.index import _rank
@@ -66,6 +66,23 @@ def _ranked(phrases: int) -> str:
     )
 
 
+def _joined(planned: list[Planned]) -> list[tuple[str, int, tuple[str, ...], int]]:
+    """`planned` with its two queries (rare and common, rare alone) made one, and the number of
+    phrases at the end of each MATCH that only select rows (scored with a negative frequency: left out).
+
+    The two queries score the rows with a rare term, those with a common term too by every term; the
+    best of a row's two scores is the score of the first, whose phrases are a superset. One query
+    selects the same rows and scores each by every term: ``(rare) AND (common OR rare)``, with the
+    repeated rare phrases not scored. Its scores are the two queries' best, bit for bit (a term a row
+    lacks adds exactly 0.0), and it scores each row once.
+    """
+    if len(planned) != 2:
+        return [(match, lowest, phrases, 0) for match, lowest, phrases in planned]
+    (_, _, every), (rare_match, _, rare) = planned
+    common = every[len(rare) :]
+    return [(f"({rare_match}) AND ({render_match(list(common))} OR {rare_match})", 0, every, len(rare))]
+
+
 class Ranker:
     """A read-only connection to an index file that ranks with ``boxrank``; one thread at a time.
 
@@ -92,9 +109,9 @@ class Ranker:
             generation = int(run(GENERATION, ())[0][0])
             size = int(run(LAST_ROWID, ())[0][0])
             results = []
-            for match, lowest, phrases in plan(run, query, frequencies, generation):
-                known = tuple(frequencies.get(run, term, size, generation) for term in phrases)
-                rows = run(_ranked(len(phrases)), (*known, match, lowest, k))
+            for match, lowest, phrases, repeats in _joined(plan(run, query, frequencies, generation)):
+                known = [frequencies.get(run, term, size, generation) for term in phrases]
+                rows = run(_ranked(len(phrases) + repeats), (*known, *[-1] * repeats, match, lowest, k))
                 results.append([(int(rowid), float(score)) for rowid, score in rows])
         except BaseException:
             with suppress(sqlite3.Error):
