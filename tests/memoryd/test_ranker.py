@@ -30,18 +30,23 @@ _WEIGHTS = ", ".join(str(w) for w in WEIGHTS)
 _COUNT = "SELECT count(*) FROM hits WHERE hits MATCH ?"
 
 
-def add_rows(conn: sqlite3.Connection, first: int, count: int, seed: int) -> None:
+def made_rows(first: int, count: int, seed: int) -> list[tuple[int, str, str, str]]:
+    """(rowid, text, ctx, time) rows of long-tailed words, the same for the same arguments."""
     rng = random.Random(seed)
     weights = [1 / (n + 1) for n in range(len(WORDS))]
+    rows = []
+    for rowid in range(first, first + count):
+        text = " ".join(rng.choices(WORDS, weights, k=rng.randint(1, 16)))
+        ctx = " ".join(rng.choices(WORDS, weights, k=rng.randint(0, 24)))
+        rows.append((rowid, text, ctx, f"{rng.randint(1, 28)} June 2024"))
+    return rows
+
+
+def add_rows(conn: sqlite3.Connection, first: int, count: int, seed: int) -> None:
     with conn:
-        for rowid in range(first, first + count):
-            text = " ".join(rng.choices(WORDS, weights, k=rng.randint(1, 16)))
-            ctx = " ".join(rng.choices(WORDS, weights, k=rng.randint(0, 24)))
-            time = f"{rng.randint(1, 28)} June 2024"
-            conn.execute(
-                "INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, ?, ?)", (rowid, text, ctx, time)
-            )
-            conn.execute("INSERT INTO origins VALUES (?, 1, ?, 0, 0, 0, 2)", (rowid, rowid))
+        for row in made_rows(first, count, seed):
+            conn.execute("INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, ?, ?)", row)
+            conn.execute("INSERT INTO origins VALUES (?, 1, ?, 0, 0, 0, 2)", (row[0], row[0]))
 
 
 @pytest.fixture
@@ -63,57 +68,58 @@ def questions(count: int, seed: int) -> list[str]:
     return found
 
 
-def same_as_bm25(path: Path, conn: sqlite3.Connection, texts: list[str], frequencies: Frequencies) -> None:
+def same_as_bm25(
+    fast: ranker.Ranker, conn: sqlite3.Connection, texts: list[str], frequencies: Frequencies
+) -> None:
     """Each planned query scores the same under boxrank and bm25(), and the rankings agree."""
-    fast = ranker.Ranker(path, 1024)
-    try:
-        for text in texts:
-            query = build(text)
-            assert fast.rank(query, 10, frequencies) == rank(conn, query, 10), text
-            for match, lowest, phrases in plan(runner(conn), query):
-                expected = conn.execute(
-                    f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ? AND rowid >= ? ORDER BY 2, 1",
-                    (match, lowest),
-                ).fetchall()
-                known = tuple(int(conn.execute(_COUNT, (render_match([t]),)).fetchone()[0]) for t in phrases)
-                marks = ", ".join("?" * len(phrases))
-                got = fast._conn.execute(
-                    f"SELECT rowid, boxrank(hits, {_WEIGHTS}, {marks}) FROM hits"
-                    " WHERE hits MATCH ? AND rowid >= ? ORDER BY 2, 1",
-                    (*known, match, lowest),
-                )
-                assert got == expected, (text, match)
-    finally:
-        fast.close()
+    for text in texts:
+        query = build(text)
+        assert fast.rank(query, 10, frequencies) == rank(conn, query, 10), text
+        for match, lowest, phrases in plan(runner(conn), query):
+            expected = conn.execute(
+                f"SELECT rowid, {_BM25} FROM hits WHERE hits MATCH ? AND rowid >= ? ORDER BY 2, 1",
+                (match, lowest),
+            ).fetchall()
+            known = tuple(int(conn.execute(_COUNT, (render_match([t]),)).fetchone()[0]) for t in phrases)
+            marks = ", ".join("?" * len(phrases))
+            got = fast._conn.execute(
+                f"SELECT rowid, boxrank(hits, {_WEIGHTS}, {marks}) FROM hits"
+                " WHERE hits MATCH ? AND rowid >= ? ORDER BY 2, 1",
+                (*known, match, lowest),
+            )
+            assert got == expected, (text, match)
 
 
 def test_boxrank_scores_equal_bm25_bit_for_bit(index: tuple[Path, sqlite3.Connection]) -> None:
     path, conn = index
-    same_as_bm25(path, conn, questions(60, seed=3), Frequencies(exact=True))
+    fast = ranker.Ranker(path, 1024)
+    same_as_bm25(fast, conn, questions(60, seed=3), Frequencies(exact=True))
+    assert fast._conn.remembered() > BUDGET  # the lengths of the rows it scored
+    fast.close()
 
 
-def test_remembered_frequencies_follow_appends_and_a_deletion(index: tuple[Path, sqlite3.Connection]) -> None:
+def test_remembered_frequencies_and_lengths_follow_appends_and_deletions(
+    index: tuple[Path, sqlite3.Connection],
+) -> None:
     path, conn = index
+    fast = ranker.Ranker(path, 1024)
     frequencies = Frequencies(exact=True)
     texts = questions(40, seed=5)
-    same_as_bm25(path, conn, texts, frequencies)
+    same_as_bm25(fast, conn, texts, frequencies)
     add_rows(conn, BUDGET + 1201, 700, seed=8)  # appended: each count grows by the rows after it
-    same_as_bm25(path, conn, texts, frequencies)
-    with conn:  # rows taken out (as notes.md edited by hand does): the generation moves
-        conn.execute("DELETE FROM origins WHERE rowid < 400")
-        rng = random.Random(7)  # the same rows add_rows made first, to delete them with their values
-        weights = [1 / (n + 1) for n in range(len(WORDS))]
-        for rowid in range(1, 400):
-            text = " ".join(rng.choices(WORDS, weights, k=rng.randint(1, 16)))
-            ctx = " ".join(rng.choices(WORDS, weights, k=rng.randint(0, 24)))
-            time = f"{rng.randint(1, 28)} June 2024"
+    same_as_bm25(fast, conn, texts, frequencies)
+    with conn:  # the newest rows taken out (as notes.md edited by hand does); the generation moves
+        for rowid, text, ctx, time in made_rows(BUDGET + 1201, 700, seed=8):
             conn.execute(
                 "INSERT INTO hits(hits, rowid, text, ctx, time) VALUES ('delete', ?, ?, ?, ?)",
                 (rowid, text, ctx, time),
             )
+        conn.execute("DELETE FROM origins WHERE rowid > ?", (BUDGET + 1200,))
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', '1')")
     assert conn.execute(GENERATION).fetchone()[0] == "1"
-    same_as_bm25(path, conn, texts, frequencies)
+    add_rows(conn, BUDGET + 1201, 700, seed=9)  # the same rowids again, other texts and lengths
+    same_as_bm25(fast, conn, texts, frequencies)
+    fast.close()
 
 
 def test_readers_rank_the_same_with_and_without_the_compiled_ranking(

@@ -23,6 +23,43 @@
 
 #define STATEMENTS 16
 
+/* Row lengths (tokens over every column) by rowid, as FTS5 keeps them in its docsize table: reading one
+ * there is a B-tree lookup per scored row, most of a ranking's time, and a row's length never changes
+ * (rows are only appended; the caller calls forget_lengths when rows leave the table). Stored plus one,
+ * so 0 is "not known yet". Rowids past LENGTHS_MAX are not kept. */
+#define LENGTHS_MAX (1 << 26)
+
+typedef struct {
+    PyObject_HEAD sqlite3 *db;
+    char *sql[STATEMENTS];
+    sqlite3_stmt *stmt[STATEMENTS];
+    int next;
+    int *lengths;
+    sqlite3_int64 capacity;
+} Ranker;
+
+/* The row's length: remembered, or read through FTS5 and remembered. */
+static int row_length(Ranker *owner, const Fts5ExtensionApi *api, Fts5Context *fts, int *length) {
+    sqlite3_int64 rowid = api->xRowid(fts);
+    if (rowid > 0 && rowid < owner->capacity && owner->lengths[rowid] > 0) {
+        *length = owner->lengths[rowid] - 1;
+        return SQLITE_OK;
+    }
+    int rc = api->xColumnSize(fts, -1, length);
+    if (rc != SQLITE_OK || rowid <= 0 || rowid >= LENGTHS_MAX) return rc;
+    if (rowid >= owner->capacity) {
+        sqlite3_int64 capacity = owner->capacity ? owner->capacity : 4096;
+        while (capacity <= rowid) capacity *= 2;
+        int *grown = sqlite3_realloc64(owner->lengths, (sqlite3_uint64)capacity * sizeof(int));
+        if (grown == NULL) return SQLITE_OK; /* not remembered; the length itself is right */
+        memset(&grown[owner->capacity], 0, (size_t)(capacity - owner->capacity) * sizeof(int));
+        owner->lengths = grown;
+        owner->capacity = capacity;
+    }
+    owner->lengths[rowid] = *length + 1;
+    return SQLITE_OK;
+}
+
 typedef struct {
     int phrases;
     int columns;
@@ -91,7 +128,7 @@ static void boxrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
         if (rc == SQLITE_OK) s->frequency[phrase] += s->weight[column];
     }
     int length = 0;
-    if (rc == SQLITE_OK) rc = api->xColumnSize(fts, -1, &length);
+    if (rc == SQLITE_OK) rc = row_length(api->xUserData(fts), api, fts, &length);
     if (rc != SQLITE_OK) {
         sqlite3_result_error_code(ctx, rc);
         return;
@@ -105,12 +142,6 @@ static void boxrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     sqlite3_result_double(ctx, -1.0 * score);
 }
 
-typedef struct {
-    PyObject_HEAD sqlite3 *db;
-    char *sql[STATEMENTS];
-    sqlite3_stmt *stmt[STATEMENTS];
-    int next;
-} Ranker;
 
 static PyObject *sqlite_error; /* sqlite3.OperationalError */
 
@@ -128,8 +159,15 @@ static void forget_statements(Ranker *self) {
     }
 }
 
+static void forget_lengths(Ranker *self) {
+    sqlite3_free(self->lengths);
+    self->lengths = NULL;
+    self->capacity = 0;
+}
+
 static void close_db(Ranker *self) {
     forget_statements(self);
+    forget_lengths(self);
     if (self->db) {
         sqlite3_close_v2(self->db);
         self->db = NULL;
@@ -141,7 +179,8 @@ static void ranker_dealloc(Ranker *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int add_boxrank(sqlite3 *db) {
+static int add_boxrank(Ranker *self) {
+    sqlite3 *db = self->db;
     fts5_api *fts = NULL;
     sqlite3_stmt *stmt = NULL;
     int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, NULL);
@@ -149,7 +188,7 @@ static int add_boxrank(sqlite3 *db) {
     if (rc == SQLITE_OK && sqlite3_step(stmt) != SQLITE_ROW) rc = SQLITE_ERROR;
     sqlite3_finalize(stmt);
     if (rc != SQLITE_OK || fts == NULL || fts->iVersion < 2) return SQLITE_ERROR;
-    return fts->xCreateFunction(fts, "boxrank", NULL, boxrank, NULL);
+    return fts->xCreateFunction(fts, "boxrank", self, boxrank, NULL);
 }
 
 static int ranker_init(Ranker *self, PyObject *args, PyObject *kwds) {
@@ -168,7 +207,7 @@ static int ranker_init(Ranker *self, PyObject *args, PyObject *kwds) {
     sqlite3_busy_timeout(self->db, timeout_ms);
     char pragma[64];
     snprintf(pragma, sizeof pragma, "PRAGMA cache_size=-%d", cache_kib);
-    if (sqlite3_exec(self->db, pragma, NULL, NULL, NULL) != SQLITE_OK || add_boxrank(self->db) != SQLITE_OK) {
+    if (sqlite3_exec(self->db, pragma, NULL, NULL, NULL) != SQLITE_OK || add_boxrank(self) != SQLITE_OK) {
         fail(self, "cannot prepare the ranking connection");
         close_db(self);
         return -1;
@@ -298,7 +337,21 @@ static PyObject *ranker_close(Ranker *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+static PyObject *ranker_forget_lengths(Ranker *self, PyObject *unused) {
+    forget_lengths(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ranker_remembered(Ranker *self, PyObject *unused) {
+    sqlite3_int64 known = 0;
+    for (sqlite3_int64 i = 0; i < self->capacity; i++) known += self->lengths[i] > 0;
+    return PyLong_FromLongLong(known);
+}
+
 static PyMethodDef ranker_methods[] = {
+    {"forget_lengths", (PyCFunction)ranker_forget_lengths, METH_NOARGS,
+     "Forget the remembered row lengths (rows left the table)."},
+    {"remembered", (PyCFunction)ranker_remembered, METH_NOARGS, "How many row lengths are remembered."},
     {"execute", (PyCFunction)ranker_execute, METH_VARARGS,
      "execute(sql, params) -> list of row tuples. Raises sqlite3.OperationalError."},
     {"close", (PyCFunction)ranker_close, METH_NOARGS, "Close the connection (idempotent)."},

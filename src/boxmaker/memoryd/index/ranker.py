@@ -6,7 +6,8 @@ terms (the terms' idf), every time: on a large index a common word makes that co
 `_rank`, the one compiled module (C, built by setup.py where a C compiler and SQLite's header are),
 adds ``boxrank``: the same bm25, the same arithmetic in the same order, given the document frequencies
 instead of counting them. `search.Frequencies` (``exact``) remembers them between recalls and counts
-only the rows added since. A recall's statements run in one read transaction on the ranker's
+only the rows added since. The connection also remembers each scored row's length (FTS5 reads it from
+its docsize table, a lookup per row: without this, most of a ranking's time). A recall's statements run in one read transaction on the ranker's
 connection, so the frequencies, the row count and the average row length are of one snapshot, and the
 scores equal bm25()'s bit for bit (tests/memoryd/test_ranker.py).
 
@@ -95,6 +96,7 @@ class Ranker:
         if problem() or _rank is None:
             raise RuntimeError(problem())
         self._conn = _rank.Ranker(str(path.absolute()), cache_kib)
+        self._generation = -1  # of the rows whose lengths the connection remembers
 
     def rank(self, query: Query, k: int, frequencies: Frequencies) -> list[int]:
         """The rowids of the best `k` rows for `query`, best first: `search.rank`'s result, each
@@ -107,6 +109,9 @@ class Ranker:
         run("BEGIN", ())
         try:
             generation = int(run(GENERATION, ())[0][0])
+            if generation != self._generation:  # rows left the table: a rowid may come back, longer
+                self._conn.forget_lengths()
+                self._generation = generation
             size = int(run(LAST_ROWID, ())[0][0])
             results = []
             for match, lowest, phrases, repeats in _joined(plan(run, query, frequencies, generation)):
