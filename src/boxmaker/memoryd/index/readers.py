@@ -100,7 +100,9 @@ class Readers:
         self._lock = threading.Lock()
         #: "" when recall scores with `ranker` (given the remembered frequencies), else why bm25() does
         self.ranking_problem = problem()
-        self.frequencies = Frequencies(exact=True)
+        if self.ranking_problem:  # the same ranking, slower (`ranker`)
+            log.info("recall scores with FTS5's bm25(): %s", self.ranking_problem)
+        self.frequencies = Frequencies(exact=not self.ranking_problem)
 
     def _open(self) -> _Reader:
         # percent-encoded: a ``?`` or ``#`` in the home's path would otherwise end the file name
@@ -169,7 +171,7 @@ class Readers:
         with self._gate.swap():
             self._close_idle()
             yield
-            self.frequencies = Frequencies(exact=True)
+            self.frequencies = Frequencies(exact=not self.ranking_problem)
 
     def _close_idle(self) -> None:
         with self._lock:
