@@ -113,7 +113,9 @@ def test_remembered_frequencies_and_lengths_follow_appends_and_deletions(
     same_as_bm25(fast, conn, texts, frequencies)
     add_rows(conn, BUDGET + 1201, 700, seed=8)  # appended: each count grows by the rows after it
     same_as_bm25(fast, conn, texts, frequencies)
-    with transaction(conn):  # the newest rows taken out (as notes.md edited by hand does); the generation moves
+    with transaction(
+        conn
+    ):  # the newest rows taken out (as notes.md edited by hand does); the generation moves
         for rowid, text, ctx, time in made_rows(BUDGET + 1201, 700, seed=8):
             conn.execute(
                 "INSERT INTO hits(hits, rowid, text, ctx, time) VALUES ('delete', ?, ?, ?, ?)",
