@@ -7,9 +7,10 @@ terms (the terms' idf), every time: on a large index a common word makes that co
 adds ``boxrank``: the same bm25, the same arithmetic in the same order, given the document frequencies
 instead of counting them. `search.Frequencies` (``exact``) remembers them between recalls and counts
 only the rows added since. The connection also remembers each scored row's length (FTS5 reads it from
-its docsize table, a lookup per row: without this, most of a ranking's time). A recall's statements run in one read transaction on the ranker's
-connection, so the frequencies, the row count and the average row length are of one snapshot, and the
-scores equal bm25()'s bit for bit (tests/memoryd/test_ranker.py).
+its docsize table, a lookup per row: without this, most of a ranking's time). A recall's statements
+run in one read transaction on the ranker's connection, so the frequencies, the row count and the
+average row length are of one snapshot, and the scores equal bm25()'s bit for bit
+(tests/memoryd/test_ranker.py).
 
 Used only when the compiled module loads and links the same SQLite library as Python's sqlite3 (two
 copies of SQLite in one process would not see each other's POSIX locks on the index file); otherwise
