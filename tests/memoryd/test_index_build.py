@@ -35,7 +35,13 @@ def _reference_quiet(text: str) -> bool:
     long = any(len(word) >= 20 for word in text.split())
     hinted = any(hint in text for hint in ("sk-", "-----BEGIN", "://", *secrets._SHORT_SHAPES))
     return not (
-        long or hinted or secrets._may_assign(text) or secrets._KEYISH_AFTER_SPACE.search(text) is not None
+        long
+        or hinted
+        or secrets._may_assign(text)
+        or (
+            secrets._KEYISH_AFTER_SPACE.search(text) is not None
+            and secrets._KEYISH_PAIR.search(text) is not None
+        )
     )
 
 
