@@ -13,10 +13,15 @@ import subprocess
 import sys
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import msgspec
+import pytest
 
 from boxmaker.memoryd.check import secrets
+from boxmaker.memoryd.index import db as indexdb
+from boxmaker.memoryd.index import filecare
+from boxmaker.memoryd.index import index as index_module
 from boxmaker.memoryd.index.index import Index
 from boxmaker.memoryd.index.query import stop_filled
 from boxmaker.memoryd.index.schema import BULK_AUTOMERGE, BULK_CRISISMERGE, LIVE_AUTOMERGE, LIVE_CRISISMERGE
@@ -35,7 +40,13 @@ def _reference_quiet(text: str) -> bool:
     long = any(len(word) >= 20 for word in text.split())
     hinted = any(hint in text for hint in ("sk-", "-----BEGIN", "://", *secrets._SHORT_SHAPES))
     return not (
-        long or hinted or secrets._may_assign(text) or secrets._KEYISH_AFTER_SPACE.search(text) is not None
+        long
+        or hinted
+        or secrets._may_assign(text)
+        or (
+            secrets._KEYISH_AFTER_SPACE.search(text) is not None
+            and secrets._KEYISH_PAIR.search(text) is not None
+        )
     )
 
 
@@ -93,6 +104,42 @@ def test_a_build_from_nothing_merges_once_and_leaves_live_merging(tmp_path: Path
         conn = index.db.conn
         assert _config(conn) == {"automerge": LIVE_AUTOMERGE, "crisismerge": LIVE_CRISISMERGE}
         assert conn.execute("SELECT count(DISTINCT segid) FROM hits_idx").fetchone()[0] == 1
+    finally:
+        index.close()
+
+
+def test_a_catch_up_opens_only_the_logs_that_grew_and_a_build_is_synced_before_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catch-up of many logs reads only those grown since the index read them (a rebuild's last
+    catch-up looks at every log while catch-ups wait); a rebuilt file is fsynced before it is renamed
+    into use (built without syncs), and copied without the pages its merge freed."""
+    for n in range(3):
+        write_log(tmp_path, f"chat-grow{n}", [start(), record("user", content=f"chat {n} about kayaks")])
+    (tmp_path / "memory").mkdir()
+    index = Index(
+        tmp_path / "index" / "memory.sqlite3",
+        tmp_path / "sessions",
+        tmp_path / "memory" / "notes.md",
+        DataClass.PRIVATE,
+    )
+    synced: list[str] = []
+    monkeypatch.setattr(index_module, "sync", lambda path: synced.append(path.name) or filecare.sync(path))
+    index.open()
+    try:
+        assert index.rebuild().records == 3
+        assert synced == ["memory.sqlite3.new"]
+        assert index.db.conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+        grown = write_log(tmp_path, "chat-grow1", [record("user", content="and canoes")])
+        opened: list[str] = []
+
+        def counting_open(path: str, mode: str) -> Any:
+            opened.append(path)
+            return open(path, mode)
+
+        monkeypatch.setattr(indexdb, "open", counting_open, raising=False)
+        assert index.catch_up_all() == 1
+        assert opened == [str(grown)]
     finally:
         index.close()
 

@@ -10,6 +10,7 @@ import pytest
 
 from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
+from boxmaker.memoryd.index.filecare import compact
 from boxmaker.memoryd.index.schema import SCHEMA_VERSION, connect, migrate, optimize
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto.labels import DataClass
@@ -121,22 +122,32 @@ def test_a_hit_is_read_back_from_its_log_line(
         service.close()
 
 
-def test_a_vacuum_that_fails_leaves_the_build_going_with_its_free_pages(
+def test_a_copy_that_fails_leaves_the_build_going_with_its_free_pages(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    path = tmp_path / "index" / "memory.sqlite3"
+    """`filecare.compact` of a built file: refused (a statement in progress), the build keeps its file
+    and connection, free pages and all; once it runs, the copy (0600) replaces the file without them."""
+    path = tmp_path / "index" / "memory.sqlite3.new"
     path.parent.mkdir()
     conn = connect(path, bulk=True)
     migrate(conn)
     conn.executemany(
-        "INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, '', '')", [(1, "a quokka"), (2, "b")]
+        "INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, '', '')",
+        [(n, f"a quokka {n} " + "word " * 200) for n in range(1, 300)],
     )
-    reading = conn.execute("SELECT rowid FROM hits WHERE hits MATCH 'quokka OR b'")
-    assert reading.fetchone()  # a statement still in progress: SQLite refuses to VACUUM meanwhile
     optimize(conn)
-    assert any("VACUUM failed" in r.getMessage() for r in caplog.records)
+    assert conn.execute("PRAGMA freelist_count").fetchone()[0] > 0
+    reading = conn.execute("SELECT rowid FROM hits WHERE hits MATCH 'quokka'")
+    assert reading.fetchone()  # a statement still in progress: SQLite refuses to VACUUM meanwhile
+    assert not compact(conn, path)
+    assert any("copying it without them failed" in r.getMessage() for r in caplog.records)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["memory.sqlite3.new"]
     reading.close()
-    assert conn.execute("SELECT rowid FROM hits WHERE hits MATCH 'quokka'").fetchall() == [(1,)]
-    optimize(conn)  # and once nothing is in progress, it runs
+    assert len(conn.execute("SELECT rowid FROM hits WHERE hits MATCH 'quokka'").fetchall()) == 299
+    assert compact(conn, path)  # and once nothing is in progress, it runs (closing `conn`)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["memory.sqlite3.new"]
+    assert path.stat().st_mode & 0o777 == 0o600
+    conn = connect(path)
     assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert len(conn.execute("SELECT rowid FROM hits WHERE hits MATCH 'quokka'").fetchall()) == 299
     conn.close()

@@ -190,17 +190,26 @@ def _assigned(text: str, match: re.Match[str]) -> bool:
 #: - a run of 20 key characters, hence a word of 20 characters: `_SHAPES` (but for the three shapes
 #:   of `_SHORT_SHAPES`), `_PEM_BODY`, a `_KEY_VALUE` value;
 #: - ``sk-``, ``-----BEGIN``, ``://``: `_SK_TOKEN`, `_PEM_HEADER`, `_URL_CREDENTIAL`;
-#: - ``:`` or ``=`` with a credential's name in any case (`_KEYWORDS`): `_ASSIGNMENT`;
-#: - a chunk after white space with a digit or a capital after its first character: `_split_spans`.
+#: - ``:`` or ``=`` with a credential's name in any case (`_KEYWORDS`) right before it: `_ASSIGNMENT`;
+#: - a chunk of four key characters or more after white space after another, with a digit or a capital
+#:   after its first character: `_split_spans`.
 #: The index redacts every record it stores, so most prose runs none of them.
 QUICK = True
 _SHORT_SHAPES: Final = ("xox", "uthorization", "Private-Lines:")
 _KEYWORDS: Final = ("pass", "pwd", "secret", "token", "key")
 _KEYISH_AFTER_SPACE: Final = re.compile(r"[ \t\n][A-Za-z0-9_\-+/=.][a-z_\-+/=.]*[0-9A-Z]")
+#: What `_split_spans` needs of a text where `_KEYISH_AFTER_SPACE` matches (slower, so only then): a
+#: chunk of `_CHUNKS` (four key characters or more) after white space after another chunk, key-like.
+_KEYISH_PAIR: Final = re.compile(
+    r"[A-Za-z0-9_\-+/=.]{4}[ \t\n]+(?=[A-Za-z0-9_\-+/=.]{4})[A-Za-z0-9_\-+/=.][a-z_\-+/=.]*[0-9A-Z]"
+)
+#: Every name of `_ASSIGNMENT` ends so (in lower case), right before its quote, blanks and ``:`` or ``=``.
+_NAME_BEFORE: Final = re.compile(r"(?:word|wd|phrase|secret|token|key)[\"']?[ \t]*[:=]")
 
 
 def _may_assign(text: str) -> bool:
-    """Whether `_ASSIGNMENT` may match: a ``:`` or ``=`` and a credential's name in any case."""
+    """Whether `_ASSIGNMENT` may match: a ``:`` or ``=`` and a credential's name in any case, for an
+    ASCII text right before it (`_NAME_BEFORE`: "Caroline: I passed" is not looked at again)."""
     if "=" not in text and ":" not in text:
         return False
     if not text.isascii():
@@ -209,7 +218,7 @@ def _may_assign(text: str) -> bool:
     # `_KEYWORDS` one by one (a generator over them took a third of a quiet text's time)
     return (
         "pass" in lowered or "pwd" in lowered or "secret" in lowered or "token" in lowered or "key" in lowered
-    )
+    ) and _NAME_BEFORE.search(lowered) is not None
 
 
 # For ASCII texts (nearly every chat turn) the quick tests are first made on a copy of the text's bytes
@@ -230,6 +239,8 @@ _KEYISH_CLASSES: Final = bytes(
 )
 #: `_KEYISH_AFTER_SPACE` over `_KEYISH_CLASSES`: it matches the classes where it matches the text.
 _KEYISH_CLASSED: Final = re.compile(rb" [aA]a*A")
+#: `_KEYISH_PAIR` over `_KEYISH_CLASSES`.
+_KEYISH_PAIR_CLASSED: Final = re.compile(rb"[aA]{4} +(?=[aA]{4})[aA]a*A")
 _LONG_RUN: Final = b"x" * 20
 _FIXED_HINTS: Final = ("sk-", "-----BEGIN", "://", *_SHORT_SHAPES)
 
@@ -251,7 +262,8 @@ def _quiet(text: str) -> bool:
     data = text.encode("ascii")
     if len(data) >= 20 and _LONG_RUN in data.translate(_SOLID):
         return False
-    return _KEYISH_CLASSED.search(data.translate(_KEYISH_CLASSES)) is None
+    classes = data.translate(_KEYISH_CLASSES)
+    return _KEYISH_CLASSED.search(classes) is None or _KEYISH_PAIR_CLASSED.search(classes) is None
 
 
 def _direct_spans(text: str) -> list[tuple[int, int]]:
@@ -283,7 +295,7 @@ def _split_spans(text: str) -> list[tuple[int, int]]:
     """Spans of credentials split into chunks (each chunk key-like: a digit or a capital after its
     first character), joined and checked again."""
     spans: list[tuple[int, int]] = []
-    if QUICK and _KEYISH_AFTER_SPACE.search(text) is None:
+    if QUICK and (_KEYISH_AFTER_SPACE.search(text) is None or _KEYISH_PAIR.search(text) is None):
         return spans
     for run in _CHUNKS.finditer(text):
         chunks = _CHUNK_SPLIT.split(run.group())

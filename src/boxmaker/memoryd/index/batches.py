@@ -36,7 +36,7 @@ class Batch:
             _ENCODER.encode(self.rows.rows),
             [_json(note) for note in self.notes],
             _ENCODER.encode(searchable),
-            [_clean(row) for row in self.progress],
+            _ENCODER.encode([_clean(row) for row in self.progress]),
         )
 
 
@@ -44,14 +44,15 @@ class Batch:
 class Encoded:
     """A batch ready to write: how many session rows, the session rows (`origins`) as one JSON array,
     the notes (JSON each), the searchable columns of both in that order as one JSON array, and the
-    progress of each log read. The two arrays are UTF-8 bytes, which SQLite reads as text
-    (``CAST(? AS TEXT)``: no Python string is made of them, nor encoded again when bound)."""
+    progress of each log read (`logs` rows) as one JSON array. The arrays are UTF-8 bytes, which SQLite
+    reads as text (``CAST(? AS TEXT)``: no Python string is made of them, nor encoded again when
+    bound)."""
 
     sessions: int
     origins: bytes
     notes: list[str]
     searchable: bytes
-    progress: list[tuple[Any, ...]]
+    progress: bytes
 
     @property
     def count(self) -> int:

@@ -1,6 +1,6 @@
-"""The live index file's own care (M5a section 6; seed 003 section 12.3): a file deleted with its
--wal and -shm, a damaged file moved aside, and a file sealed after an erasure so no page of the old
-index is left anywhere."""
+"""The index file's own care (M5a section 6; seed 003 section 12.3): a file deleted with its -wal and
+-shm, a damaged file moved aside, a built file written again without its free pages and made durable
+before it is used, and a file sealed after an erasure so no page of the old index is left anywhere."""
 
 from __future__ import annotations
 
@@ -39,6 +39,45 @@ def move_aside(path: Path, why: object) -> None:
         source = Path(str(path) + suffix)
         if source.exists():
             os.replace(source, Path(str(aside) + suffix))
+
+
+def compact(conn: sqlite3.Connection, path: Path) -> bool:
+    """Write the file `conn` is the only connection to (`path`, a build's, never the live one) again
+    without its free pages, as SQLite's ``VACUUM INTO`` copies it: into ``<path>-compact`` (made 0600
+    first), which replaces `path` once `conn` is closed. One copy, in the index's folder: a ``VACUUM``
+    makes one in SQLite's temporary folder and copies it back (at 1,000,000 records 0.62 s instead of
+    0.37 s; issue 16). Returns True when `path` is the copy (`conn` closed: the caller opens it again);
+    False, with `conn` open and `path` as it was, when the copy cannot be made (a full disk; a warning
+    says so: the file keeps its free pages).
+
+    Raises:
+        OSError: when the copy cannot be renamed over `path`.
+    """
+    copy = Path(f"{path}-compact")
+    try:
+        delete(copy, ("",))
+        os.close(fsio.open_nofollow(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        conn.execute("VACUUM INTO ?", (str(copy),))
+    except (sqlite3.Error, OSError) as exc:
+        log.warning("the new index keeps its free pages: copying it without them failed (%s)", exc)
+        delete(copy, ("",))
+        return False
+    conn.close()
+    os.replace(copy, path)
+    return True
+
+
+def sync(path: Path) -> None:
+    """fsync a file built without syncs (`schema.connect`'s bulk mode) before it is renamed into use.
+
+    Raises:
+        OSError: when it cannot be opened or synced.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def seal(conn: sqlite3.Connection, path: Path) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
-from boxmaker.memoryd.index.filecare import delete, move_aside, seal
+from boxmaker.memoryd.index.filecare import compact, delete, move_aside, seal, sync
 from boxmaker.memoryd.index.forget import forget
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.notesync import Stat, add_appended, snapshot, stat_of, sync_index_notes
@@ -135,7 +135,7 @@ class Index:
             fsio.ensure_dir(self.path.parent)
         except OSError as exc:
             raise IndexUnusable(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
-        delete(self.path.with_name(f"{self.path.name}.new"))  # a rebuild a crash interrupted
+        delete(self.path.with_name(f"{self.path.name}.new"), ("", "-compact"))  # a crash's rebuild, its copy
         try:
             self._db = self._open_file(self.path)
         except SchemaMismatch as exc:
@@ -151,7 +151,7 @@ class Index:
                 raise IndexUnusable(f"cannot create {self.path}: {again}") from None
         self.upkeep.start()
 
-    def _open_file(self, path: Path, bulk: bool = False) -> IndexDB:
+    def _open_file(self, path: Path, bulk: bool = False, written: int = 0) -> IndexDB:
         conn = connect(path, bulk)
         try:
             os.chmod(path, 0o600)
@@ -163,9 +163,9 @@ class Index:
         except BaseException:
             conn.close()
             raise
-        return IndexDB(
-            conn, self.sessions, self.max_class, self._cancel, self.exclusion, imports=self.imports
-        )
+        db = IndexDB(conn, self.sessions, self.max_class, self._cancel, self.exclusion, imports=self.imports)
+        db.written = written  # a build's rows so far, when its file is opened again
+        return db
 
     def close(self) -> None:
         """Stop the background work (between two batches), then close every connection."""
@@ -409,12 +409,15 @@ class Index:
             try:
                 self._fill(db)
                 optimize(db.conn)  # one segment per term: recall reads half as much (outside the locks)
+                if compact(db.conn, fresh):  # the file again without the pages the merge freed
+                    db = self._building = self._open_file(fresh, bulk=True, written=db.written)
                 with self._catching, self._lock:
                     forget(db.conn, sorted(self._forgotten))
                     seen = self._fill(db)
                     counts = db.counts()
                     finish_bulk(db.conn)
                     db.conn.close()
+                    sync(fresh)  # built without syncs: durable before it is used
                     self._swap_in(fresh)
                     self._load_notes_state(*seen)
             finally:
@@ -428,9 +431,7 @@ class Index:
         """A build from nothing in progress: ``{"rows": rows written so far, "reason": why ("" for a
         reindex the owner or a withdrawal asked for)}``; None when none runs."""
         db = self._building
-        if db is None:
-            return None
-        return {"rows": db.written, "reason": self.rebuild_reason}
+        return None if db is None else {"rows": db.written, "reason": self.rebuild_reason}
 
     def _stale(self) -> None:
         """A hit could not be read back from its log (a log rewritten in place): build the index

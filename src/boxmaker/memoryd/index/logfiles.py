@@ -36,6 +36,14 @@ def log_path(sessions: Path, imports: Path | None, session: str, epoch: int) -> 
     return sessions / f"{session}/{epoch}.jsonl"
 
 
+def log_file(sessions: str, imports: Path | None, session: str, epoch: int) -> str:
+    """`log_path` as a string, made without a `Path` (a catch-up looks at every log: making paths took
+    a third of the time of one that found nothing new)."""
+    if imports is not None and is_import_id(session):
+        return str(archive_path(imports, session))
+    return f"{sessions}/{session}/{epoch}.jsonl"
+
+
 def log_place(sessions: str, imports: Path | None, name: str) -> tuple[str, str]:
     """The file of the log a row names (``<id>/<N>.jsonl``) as its folder and its file name, strings
     (recall opens a log per hit: no `Path` made): ``sessions/<id>``, or an import archive's folder."""
@@ -52,7 +60,7 @@ def epochs(sessions: Path, imports: Path | None, session: str) -> list[int]:
     if is_import_id(session):
         return [0] if imports is not None and log_path(sessions, imports, session, 0).is_file() else []
     try:
-        found = [name[:-6] for name in os.listdir(sessions / session) if name.endswith(".jsonl")]
+        found = [name[:-6] for name in os.listdir(f"{sessions}/{session}") if name.endswith(".jsonl")]
     except OSError:
         return []
     return sorted(

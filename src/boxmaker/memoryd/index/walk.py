@@ -128,7 +128,11 @@ class Rows:
     searchable: list[Searchable] = field(default_factory=list)
 
 
-def time_of(stamp: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - a deliberate memo
+#: `time_of`'s memo: a day ("2023-05-08") to its words.
+_DAYS: dict[str, str] = {}
+
+
+def time_of(stamp: str, cache: dict[str, str] = _DAYS) -> str:
     """A record time's date in words ("8 May 2023"); "" when it is not a date."""
     day = stamp[:10]
     words = cache.get(day)
@@ -166,10 +170,15 @@ def walk_records(
     # form, and the context column of the next row (made when a row needs it, `_context`).
     tail, filled = walk.tail, _filled(walk)
     context: msgspec.Raw | None = None
+    days = _DAYS
     for index, record in enumerate(records):
+        parts: Sequence[tuple[int, str, bool]] | None = None  # (part, indexed text, enters the context)
         if isinstance(record, User):
-            if record.speaker == LOOPD_SPEAKER:
+            speaker = record.speaker
+            if speaker == LOOPD_SPEAKER:
                 continue  # loopd's own fixed prompt (the memory flush's): the same words in every session
+            # nearly every row: its one part made here, as `shown_parts` makes it
+            parts = ((0, f"{speaker}: {record.content}" if speaker else record.content, True),)
         elif isinstance(record, Assistant):
             if index < last and isinstance(records[index + 1], TurnEnd):
                 # loopd's fixed sentence closing a turn that did not finish (the record right before
@@ -186,25 +195,26 @@ def walk_records(
         number = first + index
         if walk.rank > limit or (skip is not None and skip(number)):
             continue
-        parts = shown_parts(record)
-        if not parts:
-            continue
+        if parts is None:
+            parts = [(part.part, part.indexed, part.context) for part in shown_parts(record)]
+            if not parts:
+                continue
         label = walk.rank * 2 + int(walk.untrusted)
         offset, check = lines[index]
-        time = time_of(record.time)
-        for part in parts:
+        time = days.get(record.time[:10]) or time_of(record.time)  # `time_of`, its memo read here
+        for part, indexed, enters in parts:
             # Recall never returns a credential: the row's text is indexed redacted, and a hit's text
             # is redacted when read back (the log itself stays as it is; issue 15 item 5).
-            text = redact(part.indexed)
+            text = redact(indexed)
             if len(text) <= TEXT_LIMIT and text.isascii() and "\x00" not in text:
                 searchable = text  # what `searchable_text` makes of it
             else:
                 searchable = searchable_text(text)
             if context is None:
                 context = _context(tail, filled)
-            add_row((log, number, offset, check, part.part, label))
+            add_row((log, number, offset, check, part, label))
             add_searchable((searchable, context, time))
-            if part.context:
+            if enters:
                 shown = text[:CONTEXT_LIMIT]
                 made = _prepared(searchable if len(text) <= CONTEXT_LIMIT else searchable_text(shown))
                 filled = [*filled[-(CONTEXT_ROWS - 1) :], made]
