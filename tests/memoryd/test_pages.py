@@ -317,3 +317,23 @@ def test_a_page_the_stop_gives_up_on_is_written_at_the_next_start(
         assert "Lesson 3" in (memory_dir / "topics" / "lessons.md").read_text()
     finally:
         again.close()
+
+
+def test_a_stop_does_not_wait_out_the_background_writers_pause(
+    home: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # after writing large pages for S seconds the writer pauses 4 S (BACKGROUND_SHARE): a stop during
+    # that pause (14 s on a seeded 100,000-item home's first start) must not wait for it to end
+    monkeypatch.setattr(pages_module, "SYNC_ITEMS", 2)
+    monkeypatch.setattr(pages_module, "DEBOUNCE", 120.0)  # the pause the change lands in
+    service = Memoryd(load(None, str(home)), now=clock.now)
+    service.open()
+    memory_dir = service.config.layout.memory
+    for n in range(3):
+        capture(service, f"Lesson {n}: written at the stop, not after the pause.")
+    closing = threading.Thread(target=service.close)
+    closing.start()
+    closing.join(timeout=30)
+    assert not closing.is_alive()
+    assert "Lesson 2" in (memory_dir / "topics" / "lessons.md").read_text()
+    assert on_disk(memory_dir) == full_render(memory_dir)

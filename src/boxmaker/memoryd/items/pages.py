@@ -457,9 +457,8 @@ class Pages:
         while True:
             with self._mutex:
                 self._wake.wait_for(lambda: self._deferred or self._stopping)
-                if self._stopping:
+                if self._wake.wait_for(lambda: self._stopping, timeout=pause):  # a stop cuts the pause
                     return
-            time.sleep(pause)
             started = time.monotonic()
             self._write_deferred()
             pause = max(DEBOUNCE, BACKGROUND_SHARE * (time.monotonic() - started))
