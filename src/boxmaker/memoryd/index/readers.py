@@ -31,6 +31,8 @@ log = logging.getLogger("boxmaker.memoryd.index")
 
 #: Reader connections kept open between recalls, at most.
 IDLE_READERS = 4
+#: The page cache of a reader's own connection when a `ranker.Ranker` ranks (KiB).
+READ_BACK_CACHE_KIB = 1024
 
 
 @dataclass(slots=True)
@@ -109,7 +111,10 @@ class Readers:
         conn = sqlite3.connect(
             f"{self.path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=60.0
         )
-        conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
+        # with a ranker, this connection only reads hits back (ten rows by rowid): a small cache
+        conn.execute(
+            f"PRAGMA cache_size=-{READ_BACK_CACHE_KIB if not self.ranking_problem else LIVE_CACHE_KIB}"
+        )
         ranker = None
         if not self.ranking_problem:
             try:
