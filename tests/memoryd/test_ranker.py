@@ -8,6 +8,8 @@ import random
 import shutil
 import sqlite3
 import sysconfig
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -164,6 +166,20 @@ def test_the_ranker_refuses_what_it_cannot_do(index: tuple[Path, sqlite3.Connect
     with pytest.raises(sqlite3.OperationalError, match="cannot prepare"):
         fast._conn.execute("SELEKT 1", ())
     assert fast._conn.execute("SELECT 1, 2.5, 'x', NULL, x'00'", ()) == [(1, 2.5, "x", None, b"\x00")]
+    count = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000000)"
+    worker = threading.Thread(target=fast._conn.execute, args=(f"{count} SELECT count(*) FROM c", ()))
+    worker.start()
+    refused = []
+    while worker.is_alive() and not refused:  # while it steps (the GIL let go), no other thread may use it
+        try:
+            fast._conn.execute("SELECT 1", ())
+        except RuntimeError as exc:
+            refused.append(str(exc))
+            with pytest.raises(RuntimeError, match="in use by another thread"):
+                fast.close()
+        time.sleep(0.005)
+    worker.join()
+    assert refused == ["the ranking connection is in use by another thread"]
     fast.close()
     fast.close()
     with pytest.raises(sqlite3.OperationalError, match="closed"):

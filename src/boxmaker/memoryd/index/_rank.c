@@ -36,6 +36,7 @@ typedef struct {
     int next;
     int *lengths;
     sqlite3_int64 capacity;
+    int busy; /* a statement is stepping (the GIL let go): another thread may not use or close it */
 } Ranker;
 
 /* The row's length: remembered, or read through FTS5 and remembered. */
@@ -294,6 +295,10 @@ static PyObject *ranker_execute(Ranker *self, PyObject *args) {
     PyObject *params;
     if (!PyArg_ParseTuple(args, "sO!", &sql, &PyTuple_Type, &params)) return NULL;
     if (self->db == NULL) return fail(self, "the ranking connection is closed");
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the ranking connection is in use by another thread");
+        return NULL;
+    }
     sqlite3_stmt *stmt = statement(self, sql);
     if (stmt == NULL) return PyErr_Occurred() ? NULL : fail(self, "cannot prepare a statement");
     PyObject *rows = NULL;
@@ -303,8 +308,10 @@ static PyObject *ranker_execute(Ranker *self, PyObject *args) {
     int columns = sqlite3_column_count(stmt);
     for (;;) {
         int rc;
+        self->busy = 1;
         Py_BEGIN_ALLOW_THREADS rc = sqlite3_step(stmt);
-        Py_END_ALLOW_THREADS if (rc == SQLITE_DONE) break;
+        Py_END_ALLOW_THREADS self->busy = 0;
+        if (rc == SQLITE_DONE) break;
         if (rc != SQLITE_ROW) {
             Py_CLEAR(rows);
             fail(self, "a statement failed");
@@ -333,11 +340,19 @@ done:
 }
 
 static PyObject *ranker_close(Ranker *self, PyObject *unused) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the ranking connection is in use by another thread");
+        return NULL;
+    }
     close_db(self);
     Py_RETURN_NONE;
 }
 
 static PyObject *ranker_forget_lengths(Ranker *self, PyObject *unused) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the ranking connection is in use by another thread");
+        return NULL;
+    }
     forget_lengths(self);
     Py_RETURN_NONE;
 }
