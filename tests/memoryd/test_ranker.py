@@ -184,3 +184,33 @@ def test_the_ranker_refuses_what_it_cannot_do(index: tuple[Path, sqlite3.Connect
     fast.close()
     with pytest.raises(sqlite3.OperationalError, match="closed"):
         fast._conn.execute("SELECT 1", ())
+
+
+def test_a_term_common_before_rows_left_is_counted_again_on_both_paths(tmp_path: Path) -> None:
+    # a term over the budget (so "common") whose rows mostly leave (notes.md edited by hand): both the
+    # compiled ranking and bm25() must plan with its new count, as a fresh start would
+    path = tmp_path / "index.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn)
+    rows = [(n, f"glorpx bulk filler {n}") for n in range(1, BUDGET + 101)]
+    rows += [(BUDGET + 100 + n, f"glorpx keepme {n}") for n in range(1, 31)]
+    rows += [(BUDGET + 130 + n, f"glorpy other {n}") for n in range(1, 101)]
+    with transaction(conn):
+        for rowid, text in rows:
+            conn.execute("INSERT INTO hits(rowid, text, ctx, time) VALUES (?, ?, '', '')", (rowid, text))
+            conn.execute("INSERT INTO origins VALUES (?, 1, ?, 0, 0, 0, 2)", (rowid, rowid))
+    query = build("glorpx glorpy")
+    fast, exact, capped = ranker.Ranker(path, 1024), Frequencies(exact=True), Frequencies()
+    assert fast.rank(query, 5, exact) == rank(conn, query, 5, capped) == rank(conn, query, 5)
+    with transaction(conn):
+        for rowid, text in rows[: BUDGET + 100]:
+            conn.execute(
+                "INSERT INTO hits(hits, rowid, text, ctx, time) VALUES ('delete', ?, ?, '', '')",
+                (rowid, text),
+            )
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', '1')")
+    fresh = rank(conn, query, 5)
+    assert set(fresh) <= set(range(BUDGET + 101, BUDGET + 131)), fresh  # the keepme rows lead
+    assert fast.rank(query, 5, exact) == fresh
+    assert rank(conn, query, 5, capped) == fresh
+    fast.close()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from boxmaker.memoryd import tool as memory_tool
 from boxmaker.memoryd.config import load
@@ -14,8 +17,8 @@ from boxmaker.memoryd.index.schema import LIVE_AUTOMERGE, WAL_CAP, connect, migr
 from boxmaker.memoryd.service import Memoryd
 from boxmaker.proto import wire
 from boxmaker.proto.labels import DataClass
-from boxmaker.proto.messages import MemoryCall, ToolRequest, ToolResponse
-from conftest import Clock, spawn_memoryd, stop, wait_until_answers
+from boxmaker.proto.messages import MemoryCall, SessionUpdated, ToolRequest, ToolResponse
+from conftest import Clock, record, spawn_memoryd, start, stop, wait_until_answers, write_log
 
 
 def call(service: Memoryd, arguments: dict[str, Any], tool: str = "memory") -> ToolResponse:
@@ -103,14 +106,23 @@ def test_a_live_file_never_merges_or_checkpoints_far_inside_a_write(home: Path, 
         service.close()
 
 
-def test_a_home_whose_path_has_uri_characters(tmp_path: Path, clock: Clock) -> None:
-    home = tmp_path / "odd?name#x%20y&z" / "home"
+@pytest.mark.parametrize("folder", ["odd?name#x%20y&z", os.fsdecode(b"not-utf8-\xfe\xff")])
+def test_a_home_whose_path_has_uri_characters_or_is_not_utf8(
+    tmp_path: Path, clock: Clock, folder: str
+) -> None:
+    home = tmp_path / folder / "home"
+    write_log(home, "chat-odd", [start(), record("user", content="The heron fishes at dawn.")])
     service = opened(home, clock)
     try:
         assert call(service, {"action": "note", "text": "The kestrel nests on the tower."}).code == "noted"
+        write_log(home, "chat-odd", [record("user", content="The heron came back at dusk.")])
+        service.handle("session_updated", SessionUpdated(session="chat-odd"))  # a catch-up of the log
         settle(service)
         assert service.memory.index.upkeep.checkpoints > 0
         assert "kestrel nests" in call(service, {"query": "kestrel", "k": 5}, tool="recall").output
+        found = call(service, {"query": "heron", "k": 5}, tool="recall").output
+        assert "fishes at dawn" in found
+        assert "back at dusk" in found
     finally:
         service.close()
 

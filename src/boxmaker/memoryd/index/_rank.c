@@ -196,7 +196,8 @@ static int ranker_init(Ranker *self, PyObject *args, PyObject *kwds) {
     static char *keywords[] = {"path", "cache_kib", "timeout_ms", NULL};
     const char *path;
     int cache_kib = 4096, timeout_ms = 60000;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|ii", keywords, &path, &cache_kib, &timeout_ms)) return -1;
+    /* the path as bytes (os.fsencode): SQLite opens exactly those bytes, UTF-8 or not */
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y|ii", keywords, &path, &cache_kib, &timeout_ms)) return -1;
     close_db(self);
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READONLY, NULL);
@@ -377,7 +378,7 @@ static PyTypeObject RankerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "boxmaker.memoryd.index._rank.Ranker",
     .tp_basicsize = sizeof(Ranker),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Ranker(path, cache_kib=4096, timeout_ms=60000): a read-only connection with boxrank().",
+    .tp_doc = "Ranker(path: bytes, cache_kib=4096, timeout_ms=60000): a read-only connection with boxrank().",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)ranker_init,
     .tp_dealloc = (destructor)ranker_dealloc,

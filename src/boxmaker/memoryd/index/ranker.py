@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import sqlite3
 from contextlib import suppress
 from pathlib import Path
@@ -96,7 +97,7 @@ class Ranker:
     def __init__(self, path: Path, cache_kib: int) -> None:
         if problem() or _rank is None:
             raise RuntimeError(problem())
-        self._conn = _rank.Ranker(str(path.absolute()), cache_kib)
+        self._conn = _rank.Ranker(os.fsencode(path.absolute()), cache_kib)  # bytes: any home path
         self._generation = -1  # of the rows whose lengths the connection remembers
 
     def rank(self, query: Query, k: int, frequencies: Frequencies) -> list[int]:

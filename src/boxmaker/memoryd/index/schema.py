@@ -6,6 +6,7 @@ build, the one transaction context every write goes through, and the counts of w
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -222,8 +223,9 @@ def tail_reader(conn: sqlite3.Connection) -> Iterator[Callable[[str], str]]:
     Raises:
         sqlite3.Error: from the function, when the file cannot be read.
     """
-    found = conn.execute("PRAGMA database_list").fetchone()
-    path = Path(str(found[2])) if found is not None and found[2] else None
+    # as bytes: a home's path need not be UTF-8 (SQLite hands back the bytes it opened)
+    found = conn.execute("SELECT CAST(file AS BLOB) FROM pragma_database_list WHERE name = 'main'").fetchone()
+    path = Path(os.fsdecode(found[0])) if found is not None and found[0] else None
     reader: sqlite3.Connection | None = None
 
     def tail(name: str) -> str:

@@ -162,4 +162,5 @@ def rank(conn: sqlite3.Connection, query: Query, k: int, frequencies: Frequencie
         sqlite3.Error: when the index cannot be read.
     """
     run = runner(conn)
-    return merge([scored(run, planned, k) for planned in plan(run, query, frequencies)], k)
+    generation = int(run(GENERATION, ())[0][0])  # remembered counts from before rows left are not used
+    return merge([scored(run, planned, k) for planned in plan(run, query, frequencies, generation)], k)
