@@ -216,3 +216,22 @@ def test_a_rebuild_of_mixed_sessions_writes_the_index_it_always_wrote(tmp_path: 
     assert result.returncode == 0, result.stderr[-4000:]
     found = json.loads(result.stdout)
     assert {key: found[key] for key in PINNED} == PINNED
+
+
+def test_a_start_deletes_what_a_killed_build_left(tmp_path: Path) -> None:
+    """A build killed in its copy without free pages (``VACUUM INTO``) leaves the copy and its rollback
+    journal beside ``memory.sqlite3.new``; the next start deletes them all."""
+    folder = tmp_path / "index"
+    folder.mkdir()
+    left = [f"memory.sqlite3.new{suffix}" for suffix in filecare.BUILD_LEFTOVERS]
+    for name in left:
+        (folder / name).write_bytes(b"left by a kill -9")
+    (tmp_path / "memory").mkdir()
+    index = Index(
+        folder / "memory.sqlite3", tmp_path / "sessions", tmp_path / "memory" / "notes.md", DataClass.PRIVATE
+    )
+    index.open()
+    try:
+        assert not [name for name in left if (folder / name).exists()]
+    finally:
+        index.close()

@@ -123,6 +123,8 @@ def test_a_home_whose_path_has_uri_characters_or_is_not_utf8(
         found = call(service, {"query": "heron", "k": 5}, tool="recall").output
         assert "fishes at dawn" in found
         assert "back at dusk" in found
+        service.memory.index.rebuild()  # a build from nothing, its copy without free pages made there too
+        assert "back at dusk" in call(service, {"query": "heron", "k": 5}, tool="recall").output
     finally:
         service.close()
 

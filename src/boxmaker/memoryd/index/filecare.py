@@ -15,6 +15,11 @@ from boxmaker.proto import fsio
 log = logging.getLogger("boxmaker.memoryd.index")
 
 
+#: What a build that a crash interrupted can leave beside ``<index>.new``: its journals and the copy
+#: `compact` makes, with that copy's rollback journal (a kill -9 during ``VACUUM INTO``).
+BUILD_LEFTOVERS = ("", "-journal", "-wal", "-shm", "-compact", "-compact-journal")
+
+
 def delete(path: Path, suffixes: tuple[str, ...] = ("", "-wal", "-shm")) -> None:
     """Delete an index file and its -wal and -shm (or the given `suffixes` of its name); missing ones
     are fine.
@@ -57,10 +62,10 @@ def compact(conn: sqlite3.Connection, path: Path) -> bool:
     try:
         delete(copy, ("",))
         os.close(fsio.open_nofollow(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        conn.execute("VACUUM INTO ?", (str(copy),))
+        conn.execute("VACUUM INTO CAST(? AS TEXT)", (os.fsencode(copy),))  # bytes: any home path
     except (sqlite3.Error, OSError) as exc:
         log.warning("the new index keeps its free pages: copying it without them failed (%s)", exc)
-        delete(copy, ("",))
+        delete(copy, ("", "-journal"))
         return False
     conn.close()
     os.replace(copy, path)

@@ -35,7 +35,7 @@ from typing import Any
 
 from boxmaker.memoryd.files.notes import Note
 from boxmaker.memoryd.index.db import Cancelled, IndexDB, LogShrank
-from boxmaker.memoryd.index.filecare import compact, delete, move_aside, seal, sync
+from boxmaker.memoryd.index.filecare import BUILD_LEFTOVERS, compact, delete, move_aside, seal, sync
 from boxmaker.memoryd.index.forget import forget
 from boxmaker.memoryd.index.hits import Hit
 from boxmaker.memoryd.index.notesync import Stat, add_appended, snapshot, stat_of, sync_index_notes
@@ -135,7 +135,7 @@ class Index:
             fsio.ensure_dir(self.path.parent)
         except OSError as exc:
             raise IndexUnusable(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
-        delete(self.path.with_name(f"{self.path.name}.new"), ("", "-compact"))  # a crash's rebuild, its copy
+        delete(self.path.with_name(f"{self.path.name}.new"), BUILD_LEFTOVERS)  # a crash's rebuild, its copy
         try:
             self._db = self._open_file(self.path)
         except SchemaMismatch as exc:
