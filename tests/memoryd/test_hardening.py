@@ -237,6 +237,24 @@ def test_redact_replaces_only_the_credential() -> None:
     assert redact(f"é {wide} é") == f"é {REDACTED} é"
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('"password" : "correct horse battery staple"', f'"password" : "{REDACTED}"'),
+        ("api_key='abc def ghi jkl', next", f"api_key='{REDACTED}', next"),
+        (
+            '{"client_secret": "two words here", "user": "ann"}',
+            f'{{"client_secret": "{REDACTED}", "user": "ann"}}',
+        ),
+        ("passphrase = 'blue moon rising'", f"passphrase = '{REDACTED}'"),
+    ],
+)
+def test_redact_withholds_a_quoted_value_whole(text: str, expected: str) -> None:
+    """A quoted credential runs to its closing quote: a passphrase of words is withheld whole (a tester
+    found only its first word withheld, the rest found by search)."""
+    assert redact(text) == expected
+
+
 @pytest.mark.parametrize("hidden", ["\u200b", "\u00ad", "\u2060", "\ufeff", "\u200d"])
 def test_redact_sees_a_credential_through_invisible_characters(hidden: str) -> None:
     """A zero-width space or soft hyphen inside a token hides it from the pattern, not from a reader

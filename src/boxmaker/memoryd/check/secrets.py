@@ -110,7 +110,8 @@ _ASSIGNMENT: Final = re.compile(
     r"(?<![A-Za-z0-9])(password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|api[_\-]?secret"
     r"|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
     r"|client[_\-]?secret|private[_\-]?key)"
-    r"([\"']?)[ \t]*([:=])[ \t]*([\"']?)([^\s\"'`,;]+)",
+    # a quoted value runs to its closing quote, spaces and all (a passphrase of words); else to a blank
+    r"([\"']?)[ \t]*([:=])[ \t]*([\"']?)((?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|[^\s\"'`,;]+)",
     re.IGNORECASE,
 )
 _SHORT_KEYWORDS: Final = frozenset({"password", "passwd", "passphrase", "pwd", "secret", "token"})

@@ -21,8 +21,9 @@ log = logging.getLogger("boxmaker.memoryd.index")
 #: The index's schema version, kept in the file's ``PRAGMA user_version``. The index is disposable
 #: (made from sessions/ and notes.md), so a file of any other version, older or newer, is not migrated in
 #: place: it is deleted and built again at start (`Index.open`). Bump it with any change to `SCHEMA` or to
-#: what a row holds (docs/decisions.md, issue 16).
-SCHEMA_VERSION = 3
+#: what a row holds (docs/decisions.md, issue 16). 4: a quoted credential is redacted whole (an index of
+#: version 3 may hold the words of a quoted passphrase after its first).
+SCHEMA_VERSION = 4
 
 #: A new file's tables, made in one transaction with `SCHEMA_VERSION` (`db` says what each holds).
 SCHEMA: tuple[str, ...] = (
