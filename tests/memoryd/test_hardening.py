@@ -247,6 +247,9 @@ def test_redact_replaces_only_the_credential() -> None:
             f'{{"client_secret": "{REDACTED}", "user": "ann"}}',
         ),
         ("passphrase = 'blue moon rising'", f"passphrase = '{REDACTED}'"),
+        ("password: 'it's my dogs name'", f"password: '{REDACTED}'"),  # an apostrophe does not end it
+        ('{"password": "ab\\"cd efgh ijkl"}', f'{{"password": "{REDACTED}"}}'),  # nor an escaped quote
+        ('password: "abc1" and "more words"', f'password: "{REDACTED}" and "more words"'),
     ],
 )
 def test_redact_withholds_a_quoted_value_whole(text: str, expected: str) -> None:

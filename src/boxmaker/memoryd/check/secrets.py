@@ -34,7 +34,9 @@ alikes are caught as their ASCII forms):
   upper-case letter after its first, joined and checked again.
 
 Mentions stay accepted: "rotate the AWS key", "ghp_ tokens", "password: see the vault", "Bearer tokens
-expire", "sk-learn", "-----BEGIN PRIVATE KEY----- starts a key". Every pattern is anchored on a fixed
+expire", "sk-learn", "-----BEGIN PRIVATE KEY----- starts a key"; quoted after a credential's name
+("password: \"see the vault\"") a value is taken for the credential, and withheld whole to its
+closing quote. Every pattern is anchored on a fixed
 prefix or bounded, so matching stays linear in the text's length. Pure.
 """
 
@@ -110,8 +112,10 @@ _ASSIGNMENT: Final = re.compile(
     r"(?<![A-Za-z0-9])(password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|api[_\-]?secret"
     r"|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
     r"|client[_\-]?secret|private[_\-]?key)"
-    # a quoted value runs to its closing quote, spaces and all (a passphrase of words); else to a blank
-    r"([\"']?)[ \t]*([:=])[ \t]*([\"']?)((?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|[^\s\"'`,;]+)",
+    # a quoted value runs to its closing quote, spaces, escaped quotes (\") and, in single quotes,
+    # apostrophes before a letter (it's) and all; an unquoted one to a blank
+    r"([\"']?)[ \t]*([:=])[ \t]*([\"']?)((?<=\")(?:[^\"\\\n]|\\.)+(?=\")"
+    r"|(?<=')(?:[^'\\\n]|\\.|'(?=[A-Za-z]))+(?=')|[^\s\"'`,;]+)",
     re.IGNORECASE,
 )
 _SHORT_KEYWORDS: Final = frozenset({"password", "passwd", "passphrase", "pwd", "secret", "token"})
