@@ -70,6 +70,13 @@ def _ascii_texts(count: int, seed: int) -> list[str]:
     return texts
 
 
+def index_in(home: Path) -> Index:
+    """An index of `home`'s sessions and notes, not yet opened."""
+    return Index(
+        home / "index" / "memory.sqlite3", home / "sessions", home / "memory" / "notes.md", DataClass.PRIVATE
+    )
+
+
 def test_quiet_is_the_quick_tests_made_one_by_one() -> None:
     """`secrets._quiet` (the class-based tests) says a text is quiet exactly when none of the quick
     tests passes, over random ASCII texts of every character and white space."""
@@ -89,12 +96,7 @@ def test_a_build_from_nothing_merges_once_and_leaves_live_merging(tmp_path: Path
             [start(), *(record("user", content=f"turn {i} of chat {n} about hiking") for i in range(30))],
         )
     (tmp_path / "memory").mkdir()
-    index = Index(
-        tmp_path / "index" / "memory.sqlite3",
-        tmp_path / "sessions",
-        tmp_path / "memory" / "notes.md",
-        DataClass.PRIVATE,
-    )
+    index = index_in(tmp_path)
     index.open()
     try:
         fresh = index._open_file(tmp_path / "index" / "bulk.sqlite3", bulk=True)
@@ -117,12 +119,7 @@ def test_a_catch_up_opens_only_the_logs_that_grew_and_a_build_is_synced_before_u
     for n in range(3):
         write_log(tmp_path, f"chat-grow{n}", [start(), record("user", content=f"chat {n} about kayaks")])
     (tmp_path / "memory").mkdir()
-    index = Index(
-        tmp_path / "index" / "memory.sqlite3",
-        tmp_path / "sessions",
-        tmp_path / "memory" / "notes.md",
-        DataClass.PRIVATE,
-    )
+    index = index_in(tmp_path)
     synced: list[str] = []
     monkeypatch.setattr(index_module, "sync", lambda path: synced.append(path.name) or filecare.sync(path))
     index.open()
@@ -227,9 +224,7 @@ def test_a_start_deletes_what_a_killed_build_left(tmp_path: Path) -> None:
     for name in left:
         (folder / name).write_bytes(b"left by a kill -9")
     (tmp_path / "memory").mkdir()
-    index = Index(
-        folder / "memory.sqlite3", tmp_path / "sessions", tmp_path / "memory" / "notes.md", DataClass.PRIVATE
-    )
+    index = index_in(tmp_path)
     index.open()
     try:
         assert not [name for name in left if (folder / name).exists()]

@@ -291,15 +291,18 @@ static PyObject *column(sqlite3_stmt *stmt, int i) {
     }
 }
 
+/* True (with RuntimeError set) while another thread steps a statement on the connection. */
+static int in_use(Ranker *self) {
+    if (self->busy) PyErr_SetString(PyExc_RuntimeError, "the ranking connection is in use by another thread");
+    return self->busy;
+}
+
 static PyObject *ranker_execute(Ranker *self, PyObject *args) {
     const char *sql;
     PyObject *params;
     if (!PyArg_ParseTuple(args, "sO!", &sql, &PyTuple_Type, &params)) return NULL;
     if (self->db == NULL) return fail(self, "the ranking connection is closed");
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the ranking connection is in use by another thread");
-        return NULL;
-    }
+    if (in_use(self)) return NULL;
     sqlite3_stmt *stmt = statement(self, sql);
     if (stmt == NULL) return PyErr_Occurred() ? NULL : fail(self, "cannot prepare a statement");
     PyObject *rows = NULL;
@@ -341,19 +344,13 @@ done:
 }
 
 static PyObject *ranker_close(Ranker *self, PyObject *unused) {
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the ranking connection is in use by another thread");
-        return NULL;
-    }
+    if (in_use(self)) return NULL;
     close_db(self);
     Py_RETURN_NONE;
 }
 
 static PyObject *ranker_forget_lengths(Ranker *self, PyObject *unused) {
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the ranking connection is in use by another thread");
-        return NULL;
-    }
+    if (in_use(self)) return NULL;
     forget_lengths(self);
     Py_RETURN_NONE;
 }
